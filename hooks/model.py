@@ -1,0 +1,499 @@
+"""The DeciceJob spec model: parsed and validated once, used everywhere.
+
+``parse_job`` turns a DeciceJob object (a dict, as the API server or a YAML
+file gives it) into frozen dataclasses, applying the same defaults as the CRD
+and checking the same cross-field rules as its CEL validations, plus what CEL
+cannot express (dependency cycles).  The hooks, ``decice render`` and the glue
+all go through it.  Kubernetes structures the job only passes through (env
+entries, tolerations) stay plain dicts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validate
+
+from hooks import names
+
+RUNTIMES = ("kubernetes", "volcano", "kubeedge", "sedna")
+TASK_RUNTIMES = ("kubernetes", "volcano", "kubeedge")
+RESTART_POLICIES = ("Never", "OnFailure", "Always")
+ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+GPU_RESOURCE = "nvidia.com/gpu"
+DEFAULT_BACKOFF_LIMIT = 3
+
+QUANTITY_PATTERN = r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$"
+_QUANTITY = re.compile(QUANTITY_PATTERN)
+_DNS_LABEL = re.compile(names.DNS_LABEL_PATTERN)
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+
+
+class InvalidSpec(Exception):
+    """The DeciceJob cannot be turned into children; ``errors`` says why, one line each."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+# --- typed model -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resources:
+    requests: dict[str, str] = field(default_factory=dict)
+    limits: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Port:
+    container_port: int
+    protocol: str = "TCP"
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class VolumeMount:
+    volume: str
+    mount_path: str
+    sub_path: str | None = None
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    name: str
+    replicas: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    nodes: tuple[str, ...] = ()
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[dict, ...] = ()
+    node_groups: tuple[NodeGroup, ...] = ()
+
+    def node_for(self, index: int) -> str | None:
+        """The scheduler's node for replica ``index`` (replica i runs on nodes[i % len])."""
+        return self.nodes[index % len(self.nodes)] if self.nodes else None
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    image: str
+    runtime: str = "kubernetes"
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    env: tuple[dict, ...] = ()
+    working_dir: str | None = None
+    resources: Resources = field(default_factory=Resources)
+    replicas: int = 1
+    restart_policy: str = "Never"
+    ports: tuple[Port, ...] = ()
+    volume_mounts: tuple[VolumeMount, ...] = ()
+    placement: Placement = field(default_factory=Placement)
+    depends_on: tuple[str, ...] = ()
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    role: str | None = None
+    model: str | None = None
+    dataset: str | None = None
+
+    @property
+    def is_service(self) -> bool:
+        """A long-running task (DECICE ``deployment``): it never succeeds, it is ready or not."""
+        return self.restart_policy == "Always"
+
+
+@dataclass(frozen=True)
+class Volume:
+    name: str
+    size: str | None = None
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",)
+    storage_class_name: str | None = None
+    existing_claim: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    tasks: tuple[Task, ...]
+    runtime: str = "kubernetes"
+    volumes: tuple[Volume, ...] = ()
+    suspend: bool = False
+    backoff_limit: int = DEFAULT_BACKOFF_LIMIT
+    active_deadline_seconds: int | None = None
+    pending_deadline_seconds: int | None = None
+    ttl_seconds_after_finished: int | None = None
+    queue: str | None = None
+    priority_class_name: str | None = None
+    scheduler_name: str | None = None
+    min_available: int | None = None
+    sedna: dict | None = None
+
+    def task(self, name: str) -> Task:
+        return next(t for t in self.tasks if t.name == name)
+
+    def volume(self, name: str) -> Volume:
+        return next(v for v in self.volumes if v.name == name)
+
+
+@dataclass(frozen=True)
+class DeciceJob:
+    name: str
+    namespace: str
+    spec: JobSpec
+    uid: str = ""
+    generation: int = 0
+
+
+# --- marshmallow schemas -----------------------------------------------------
+
+
+def _quantity(value: str) -> None:
+    if not _QUANTITY.match(value):
+        raise ValidationError(f"{value!r} is not a Kubernetes quantity (e.g. 500m, 2, 4Gi)")
+
+
+def _dns_label(max_length: int) -> validate.Validator:
+    return validate.And(
+        validate.Length(min=1, max=max_length),
+        validate.Regexp(_DNS_LABEL, error="must be a DNS label: lowercase letters, digits and '-', starting with a letter"),
+    )
+
+
+class Quantity(fields.Field):
+    """A Kubernetes quantity given as a string or a number; always loaded as a string."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValidationError("must be a quantity: a string like '500m' or a number")
+        text = value if isinstance(value, str) else format(value, "g") if isinstance(value, float) else str(value)
+        _quantity(text)
+        return text
+
+
+def _string_map() -> fields.Dict:
+    return fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
+
+
+def _quantity_map() -> fields.Dict:
+    return fields.Dict(keys=fields.String(validate=validate.Length(min=1)), values=Quantity(), load_default=dict)
+
+
+class _Strict(Schema):
+    class Meta:
+        unknown = RAISE
+
+
+class ResourcesSchema(_Strict):
+    cpu = Quantity()
+    memory = Quantity()
+    gpu = fields.Integer(strict=True, validate=validate.Range(min=0))
+    extended = _quantity_map()
+    requests = fields.Dict(keys=fields.String(), values=Quantity())
+    limits = fields.Dict(keys=fields.String(), values=Quantity())
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> Resources:
+        """Simple fields apply to requests and limits; requests = limits unless both maps are given."""
+        base = dict(data.get("extended", {}))
+        for key, resource in (("cpu", "cpu"), ("memory", "memory")):
+            if key in data:
+                base[resource] = data[key]
+        if data.get("gpu"):
+            base[GPU_RESOURCE] = str(data["gpu"])
+        requests, limits = data.get("requests"), data.get("limits")
+        if requests is not None and limits is not None:
+            return Resources(requests={**base, **requests}, limits={**base, **limits})
+        merged = {**base, **(requests or limits or {})}
+        return Resources(requests=merged, limits=dict(merged))
+
+
+class PortSchema(_Strict):
+    containerPort = fields.Integer(required=True, strict=True, validate=validate.Range(min=1, max=65535))
+    protocol = fields.String(load_default="TCP", validate=validate.OneOf(PROTOCOLS))
+    name = fields.String(validate=_dns_label(15))
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> Port:
+        return Port(container_port=data["containerPort"], protocol=data["protocol"], name=data.get("name"))
+
+
+class VolumeMountSchema(_Strict):
+    volume = fields.String(required=True)
+    mountPath = fields.String(required=True, validate=validate.Regexp(r"^/", error="must be an absolute path"))
+    subPath = fields.String()
+    readOnly = fields.Boolean(load_default=False)
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> VolumeMount:
+        return VolumeMount(data["volume"], data["mountPath"], data.get("subPath"), data["readOnly"])
+
+
+class NodeGroupSchema(_Strict):
+    name = fields.String(required=True, validate=validate.Length(min=1))
+    replicas = fields.Integer(required=True, strict=True, validate=validate.Range(min=0))
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> NodeGroup:
+        return NodeGroup(**data)
+
+
+class TolerationSchema(_Strict):
+    key = fields.String()
+    operator = fields.String(validate=validate.OneOf(("Exists", "Equal")))
+    value = fields.String()
+    effect = fields.String(validate=validate.OneOf(("NoSchedule", "PreferNoSchedule", "NoExecute")))
+    tolerationSeconds = fields.Integer(strict=True)
+
+
+class PlacementSchema(_Strict):
+    nodes = fields.List(fields.String(validate=validate.Regexp(_DNS_SUBDOMAIN, error="must be a node name")), load_default=list)
+    nodeSelector = _string_map()
+    tolerations = fields.List(fields.Nested(TolerationSchema), load_default=list)
+    nodeGroups = fields.List(fields.Nested(NodeGroupSchema), load_default=list)
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> Placement:
+        return Placement(
+            nodes=tuple(data["nodes"]),
+            node_selector=data["nodeSelector"],
+            tolerations=tuple(data["tolerations"]),
+            node_groups=tuple(data["nodeGroups"]),
+        )
+
+
+class EnvVarSchema(_Strict):
+    name = fields.String(required=True, validate=validate.Regexp(_ENV_NAME, error="must be an environment variable name"))
+    value = fields.String()
+    valueFrom = fields.Dict()
+
+
+class TaskSchema(_Strict):
+    name = fields.String(required=True, validate=_dns_label(names.TASK_NAME_MAX))
+    runtime = fields.String(validate=validate.OneOf(TASK_RUNTIMES))
+    image = fields.String(required=True, validate=validate.Length(min=1))
+    command = fields.List(fields.String(), load_default=list)
+    args = fields.List(fields.String(), load_default=list)
+    env = fields.List(fields.Nested(EnvVarSchema), load_default=list)
+    workingDir = fields.String()
+    resources = fields.Nested(ResourcesSchema, load_default=Resources)
+    replicas = fields.Integer(load_default=1, strict=True, validate=validate.Range(min=1, max=names.REPLICAS_MAX))
+    restartPolicy = fields.String(load_default="Never", validate=validate.OneOf(RESTART_POLICIES))
+    ports = fields.List(fields.Nested(PortSchema), load_default=list)
+    volumeMounts = fields.List(fields.Nested(VolumeMountSchema), load_default=list)
+    placement = fields.Nested(PlacementSchema, load_default=Placement)
+    dependsOn = fields.List(fields.String(), load_default=list)
+    labels = _string_map()
+    annotations = _string_map()
+    role = fields.String()
+    model = fields.String()
+    dataset = fields.String()
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> Task:
+        return Task(
+            name=data["name"],
+            image=data["image"],
+            runtime=data.get("runtime", ""),
+            command=tuple(data["command"]),
+            args=tuple(data["args"]),
+            env=tuple(data["env"]),
+            working_dir=data.get("workingDir"),
+            resources=data["resources"],
+            replicas=data["replicas"],
+            restart_policy=data["restartPolicy"],
+            ports=tuple(data["ports"]),
+            volume_mounts=tuple(data["volumeMounts"]),
+            placement=data["placement"],
+            depends_on=tuple(data["dependsOn"]),
+            labels=data["labels"],
+            annotations=data["annotations"],
+            role=data.get("role"),
+            model=data.get("model"),
+            dataset=data.get("dataset"),
+        )
+
+
+class VolumeSchema(_Strict):
+    name = fields.String(required=True, validate=_dns_label(names.VOLUME_NAME_MAX))
+    size = Quantity()
+    accessModes = fields.List(fields.String(validate=validate.OneOf(ACCESS_MODES)), load_default=lambda: ["ReadWriteOnce"])
+    storageClassName = fields.String()
+    existingClaim = fields.String(validate=validate.Regexp(_DNS_SUBDOMAIN, error="must be a claim name"))
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> Volume:
+        return Volume(
+            name=data["name"],
+            size=data.get("size"),
+            access_modes=tuple(data["accessModes"]),
+            storage_class_name=data.get("storageClassName"),
+            existing_claim=data.get("existingClaim"),
+        )
+
+
+class JobSpecSchema(_Strict):
+    runtime = fields.String(load_default="kubernetes", validate=validate.OneOf(RUNTIMES))
+    tasks = fields.List(fields.Nested(TaskSchema), required=True, validate=validate.Length(min=1, max=64))
+    volumes = fields.List(fields.Nested(VolumeSchema), load_default=list, validate=validate.Length(max=16))
+    suspend = fields.Boolean(load_default=False)
+    backoffLimit = fields.Integer(load_default=DEFAULT_BACKOFF_LIMIT, strict=True, validate=validate.Range(min=0, max=1000))
+    activeDeadlineSeconds = fields.Integer(strict=True, validate=validate.Range(min=1))
+    pendingDeadlineSeconds = fields.Integer(strict=True, validate=validate.Range(min=1))
+    ttlSecondsAfterFinished = fields.Integer(strict=True, validate=validate.Range(min=0))
+    queue = fields.String(validate=validate.Length(min=1))
+    priorityClassName = fields.String(validate=validate.Length(min=1))
+    schedulerName = fields.String(validate=validate.Length(min=1))
+    minAvailable = fields.Integer(strict=True, validate=validate.Range(min=1))
+    sedna = fields.Dict()
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> JobSpec:
+        runtime = data["runtime"]
+        tasks = tuple(t if t.runtime else replace(t, runtime=runtime) for t in data["tasks"])
+        return JobSpec(
+            tasks=tasks,
+            runtime=runtime,
+            volumes=tuple(data["volumes"]),
+            suspend=data["suspend"],
+            backoff_limit=data["backoffLimit"],
+            active_deadline_seconds=data.get("activeDeadlineSeconds"),
+            pending_deadline_seconds=data.get("pendingDeadlineSeconds"),
+            ttl_seconds_after_finished=data.get("ttlSecondsAfterFinished"),
+            queue=data.get("queue"),
+            priority_class_name=data.get("priorityClassName"),
+            scheduler_name=data.get("schedulerName"),
+            min_available=data.get("minAvailable"),
+            sedna=data.get("sedna"),
+        )
+
+
+class MetadataSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    name = fields.String(required=True, validate=_dns_label(names.JOB_NAME_MAX))
+    namespace = fields.String(load_default="default", validate=validate.Length(min=1))
+    uid = fields.String(load_default="")
+    generation = fields.Integer(load_default=0)
+
+
+# --- cross-field rules ---------------------------------------------------------
+
+
+def _cycle(tasks: tuple[Task, ...]) -> list[str]:
+    """A dependency cycle as a list of task names, or [] (depth-first search)."""
+    graph = {t.name: t.depends_on for t in tasks}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(name: str) -> list[str]:
+        state[name] = 1
+        stack.append(name)
+        for dep in graph.get(name, ()):
+            if state.get(dep) == 1:
+                return stack[stack.index(dep):] + [dep]
+            if dep in graph and dep not in state and (found := visit(dep)):
+                return found
+        stack.pop()
+        state[name] = 2
+        return []
+
+    for task in tasks:
+        if task.name not in state and (found := visit(task.name)):
+            return found
+    return []
+
+
+def cross_field_errors(job_name: str, spec: JobSpec) -> list[str]:
+    """Rules over several fields: the CRD's CEL validations, plus cycles, which CEL cannot see."""
+    errors: list[str] = []
+    task_names = [t.name for t in spec.tasks]
+    volume_names = [v.name for v in spec.volumes]
+    for kind, seen in (("task", task_names), ("volume", volume_names)):
+        for name in sorted({n for n in seen if seen.count(n) > 1}):
+            errors.append(f"spec: duplicate {kind} name {name!r}")
+    for i, task in enumerate(spec.tasks):
+        where = f"spec.tasks[{i}]"
+        if len(job_name) + len(task.name) > names.JOB_AND_TASK_NAME_MAX:
+            errors.append(
+                f"{where}.name: job name and task name together must not exceed "
+                f"{names.JOB_AND_TASK_NAME_MAX} characters (derived child names)"
+            )
+        for j, dep in enumerate(task.depends_on):
+            if dep == task.name:
+                errors.append(f"{where}.dependsOn[{j}]: a task cannot depend on itself")
+            elif dep not in task_names:
+                errors.append(f"{where}.dependsOn[{j}]: unknown task {dep!r}")
+        for j, mount in enumerate(task.volume_mounts):
+            if mount.volume not in volume_names:
+                errors.append(f"{where}.volumeMounts[{j}].volume: unknown volume {mount.volume!r}")
+        mount_paths = [m.mount_path for m in task.volume_mounts]
+        if len(set(mount_paths)) != len(mount_paths):
+            errors.append(f"{where}.volumeMounts: duplicate mountPath")
+        if spec.runtime != "sedna" and (task.role or task.model or task.dataset):
+            errors.append(f"{where}: role, model and dataset are only allowed with runtime sedna")
+        if spec.runtime == "sedna" and task.runtime != "sedna":
+            errors.append(f"{where}.runtime: tasks of a sedna job cannot override the runtime")
+    if cycle := _cycle(spec.tasks):
+        errors.append(f"spec.tasks: dependency cycle {' -> '.join(cycle)}")
+    for i, volume in enumerate(spec.volumes):
+        if (volume.size is None) == (volume.existing_claim is None):
+            errors.append(f"spec.volumes[{i}]: exactly one of size and existingClaim must be set")
+    total = sum(t.replicas for t in spec.tasks)
+    if spec.min_available is not None and spec.min_available > total:
+        errors.append(f"spec.minAvailable: {spec.min_available} exceeds the total replicas ({total})")
+    if spec.sedna is not None and spec.runtime != "sedna":
+        errors.append("spec.sedna: only allowed with runtime sedna")
+    return errors
+
+
+# --- entry point ------------------------------------------------------------------
+
+
+def _flatten(messages: Any, path: str) -> list[str]:
+    """marshmallow's nested error dict as 'path: message' lines."""
+    if isinstance(messages, Mapping):
+        out: list[str] = []
+        for key, value in messages.items():
+            sub = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
+            out.extend(_flatten(value, sub))
+        return out
+    if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
+        return [f"{path}: {m}" for m in messages]
+    if isinstance(messages, list):
+        return [line for m in messages for line in _flatten(m, path)]
+    return [f"{path}: {messages}"]
+
+
+def parse_spec(job_name: str, spec: Any) -> JobSpec:
+    if not isinstance(spec, Mapping):
+        raise InvalidSpec(["spec: must be an object"])
+    try:
+        parsed = JobSpecSchema().load(spec)
+    except ValidationError as exc:
+        raise InvalidSpec(sorted(_flatten(exc.messages, "spec"))) from None
+    if errors := cross_field_errors(job_name, parsed):
+        raise InvalidSpec(errors)
+    return parsed
+
+
+def parse_job(obj: Any) -> DeciceJob:
+    """A DeciceJob object (dict) → DeciceJob, or InvalidSpec listing every problem."""
+    if not isinstance(obj, Mapping):
+        raise InvalidSpec(["parent: must be an object"])
+    try:
+        meta = MetadataSchema().load(obj.get("metadata") or {})
+    except ValidationError as exc:
+        raise InvalidSpec(sorted(_flatten(exc.messages, "metadata"))) from None
+    spec = parse_spec(meta["name"], obj.get("spec"))
+    return DeciceJob(
+        name=meta["name"], namespace=meta["namespace"], spec=spec, uid=meta["uid"], generation=meta["generation"]
+    )
