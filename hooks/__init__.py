@@ -1,0 +1,1 @@
+"""Metacontroller hooks for DeciceJobs: pure functions from observed state to children and status."""
