@@ -49,10 +49,23 @@ class Clock:
         return format_time(self.now - timedelta(seconds=seconds_ago))
 
 
-def load_controller() -> dict:
-    """The CompositeController the manifests ship."""
-    path = ROOT / "manifests" / "base" / "compositecontroller.yaml"
-    return yaml.safe_load(path.read_text())
+def load_controller(*components: str) -> dict:
+    """The CompositeController the manifests ship, with the named runtime components
+    (``manifests/components/<name>``) applied the way kustomize would: their JSON 6902
+    ``add`` patches targeting the CompositeController, inline or from a file."""
+    controller = yaml.safe_load((ROOT / "manifests" / "base" / "compositecontroller.yaml").read_text())
+    for name in components:
+        directory = ROOT / "manifests" / "components" / name
+        component = yaml.safe_load((directory / "kustomization.yaml").read_text())
+        for patch in component.get("patches", []):
+            if patch.get("target", {}).get("kind") != "CompositeController":
+                continue
+            text = patch["patch"] if "patch" in patch else (directory / patch["path"]).read_text()
+            for op in yaml.safe_load(text):
+                if op["op"] != "add" or not op["path"].startswith("/spec/childResources"):
+                    raise ValueError(f"unsupported CompositeController patch in {name}: {op}")
+                controller["spec"]["childResources"].append(op["value"])
+    return controller
 
 
 def child_key(obj: dict) -> str:
