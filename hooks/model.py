@@ -473,11 +473,17 @@ def _flatten(messages: Any, path: str) -> list[str]:
     return [f"{path}: {messages}"]
 
 
+# Schema instances are reused: building one deep-copies every declared field, which costs
+# more than loading a typical spec.  Loading keeps no state in the instance.
+_SPEC_SCHEMA = JobSpecSchema()
+_METADATA_SCHEMA = MetadataSchema()
+
+
 def parse_spec(job_name: str, spec: Any) -> JobSpec:
     if not isinstance(spec, Mapping):
         raise InvalidSpec(["spec: must be an object"])
     try:
-        parsed = JobSpecSchema().load(spec)
+        parsed = _SPEC_SCHEMA.load(spec)
     except ValidationError as exc:
         raise InvalidSpec(sorted(_flatten(exc.messages, "spec"))) from None
     if errors := cross_field_errors(job_name, parsed):
@@ -490,7 +496,7 @@ def parse_job(obj: Any) -> DeciceJob:
     if not isinstance(obj, Mapping):
         raise InvalidSpec(["parent: must be an object"])
     try:
-        meta = MetadataSchema().load(obj.get("metadata") or {})
+        meta = _METADATA_SCHEMA.load(obj.get("metadata") or {})
     except ValidationError as exc:
         raise InvalidSpec(sorted(_flatten(exc.messages, "metadata"))) from None
     spec = parse_spec(meta["name"], obj.get("spec"))
