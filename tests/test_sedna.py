@@ -689,3 +689,24 @@ def test_the_same_request_yields_the_same_bytes(controller, sedna, submit, clien
     first = client.post("/sync", json=body).get_data()
     assert client.post("/sync", json=body).get_data() == first
     assert handle(body, controller.cluster.clock.now) == handle(copy.deepcopy(body), controller.cluster.clock.now)
+
+
+@pytest.mark.parametrize("kind", sorted(EXAMPLES))
+def test_crd_defaults_match_the_model(crd_validator, kind):
+    for manifest in (example(kind), minimal(kind)):
+        manifest["spec"]["sedna"].update(
+            {"transmitter": {}} if kind == FL else {"modelHotUpdate": {}} if kind == IL else {})
+        assert parse_job(crd_validator.defaulted(manifest)) == parse_job(manifest)
+
+
+def test_docs_cover_every_role_setting_and_example():
+    text = (ROOT / "docs" / "sedna.md").read_text()
+    for key in SEDNA_SETTINGS:
+        assert f"`{key}`" in text, key
+    for kind, roles in SEDNA_ROLE_RULES.items():
+        assert f"### {kind}" in text, kind
+        for role in roles:
+            assert f"`{role}`" in text, role
+    for path in EXAMPLES.values():
+        assert f"(../examples/{path.name})" in text, path.name
+    assert "[Sedna jobs](docs/sedna.md)" in (ROOT / "README.md").read_text()
