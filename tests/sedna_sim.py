@@ -9,9 +9,8 @@ conditions carry ``lastProbeTime`` and no ``lastTransitionTime``; the learning k
 
 from __future__ import annotations
 
+from hooks.model import SEDNA_KINDS
 from tests.driver import Cluster
-
-SEDNA_KINDS = ("JointInferenceService", "FederatedLearningJob", "IncrementalLearningJob", "LifelongLearningJob")
 
 
 class SednaControllers:

@@ -452,6 +452,9 @@ def test_federated_learning_runs_to_success(controller, cluster, sedna, submit):
     controller.sync(job)
     assert cluster.children_of(job) == [], "removed after ttlSecondsAfterFinished"
     assert phase(job) == "Succeeded" and task_status(job, "train")["succeeded"] == 2
+    controller.sync(job)
+    assert cluster.children_of(job) == [], "a finished job starts nothing again"
+    assert task_status(job, "train")["succeeded"] == 2, "counts latched once the resource is gone"
 
 
 def test_a_failed_sedna_job_fails_the_decicejob(controller, cluster, sedna, submit):

@@ -33,7 +33,7 @@ STAGES = {"train": "Train", "eval": "Eval", "deploy": "Deploy"}
 STAGE_ACTIVE = ("Starting", "Running")
 STAGE_WAITING = ("Waiting", "Ready")
 STAGE_RAN = ("Starting", "Running", "Completed", "Failed")
-ANNOTATION_STAGE_NODE = "sedna.io/"
+ANNOTATION_STAGE_NODE_PREFIX = "sedna.io/"
 """Sedna annotates a learning job with ``sedna.io/<Stage>: <node>`` where a stage's worker ran."""
 
 
@@ -101,7 +101,8 @@ def worker_templates(job: DeciceJob, task: Task, policy: Policy) -> list[dict[st
 
 
 def _ref(name: str | None) -> dict[str, str]:
-    return {"name": name or ""}
+    assert name, "the model requires every name the kind needs"
+    return {"name": name}
 
 
 def _hard_example_mining(hem: HardExampleMining | None) -> dict[str, Any]:
@@ -425,7 +426,7 @@ def _read_learning(tasks: tuple[Task, ...], view: SednaView) -> Reading:
             message = f"last {stage} run: {runs[-1].describe()}"
         else:
             message = ""
-        node = view.annotations.get(ANNOTATION_STAGE_NODE + stage, "")
+        node = view.annotations.get(ANNOTATION_STAGE_NODE_PREFIX + stage, "")
         nodes = tuple(sorted({*view.nodes.get(task.name, ()), *([node] if node else [])}))
         statuses.append(TaskStatus(
             name=task.name,
