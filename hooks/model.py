@@ -25,6 +25,8 @@ ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_BACKOFF_LIMIT = 3
+LABEL_VALUE_MAX = 63
+ANNOTATION_VALUE_MAX = 262144
 
 SEDNA_KINDS = ("JointInferenceService", "FederatedLearningJob", "IncrementalLearningJob", "LifelongLearningJob")
 SEDNA_LEARNING_KINDS = ("IncrementalLearningJob", "LifelongLearningJob")
@@ -294,8 +296,9 @@ class Quantity(fields.Field):
         return text
 
 
-def _string_map() -> fields.Dict:
-    return fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
+def _string_map(max_value: int | None = None) -> fields.Dict:
+    values = fields.String(validate=validate.Length(max=max_value)) if max_value else fields.String()
+    return fields.Dict(keys=fields.String(), values=values, load_default=dict)
 
 
 def _quantity_map() -> fields.Dict:
@@ -501,8 +504,8 @@ class TaskSchema(_Strict):
     volumeMounts = fields.List(fields.Nested(VolumeMountSchema), load_default=list)
     placement = fields.Nested(PlacementSchema, load_default=Placement)
     dependsOn = fields.List(fields.String(), load_default=list)
-    labels = _string_map()
-    annotations = _string_map()
+    labels = _string_map(LABEL_VALUE_MAX)
+    annotations = _string_map(ANNOTATION_VALUE_MAX)
     role = fields.String(validate=validate.OneOf(SEDNA_ROLES))
     model = fields.String(validate=_object_name("a Sedna Model"))
     dataset = fields.String(validate=_object_name("a Sedna Dataset"))
