@@ -144,10 +144,10 @@ def _unavailable(job: DeciceJob, groups: Mapping[str, tuple[Task, ...]], managed
         needed.append(PVC)
     missing = sorted({k for k in needed if k not in managed})
     if missing:
-        return (
-            f"the CompositeController does not manage {', '.join(missing)}: install the manifests "
-            f"component for runtime {', '.join(sorted(groups))}"
-        )
+        components = [f"manifests/components/{r}" for r in sorted(groups) if set(RUNTIMES[r].CHILD_KINDS) - managed]
+        install = (f"install the manifests component {', '.join(components)}" if components
+                   else f"install the manifests for runtime {', '.join(sorted(groups))}")
+        return f"the CompositeController does not manage {', '.join(missing)}: {install}"
     return None
 
 

@@ -5,5 +5,6 @@ from __future__ import annotations
 from types import ModuleType
 
 from hooks.runtimes import kubernetes
+from hooks.runtimes import sedna
 
-RUNTIMES: dict[str, ModuleType] = {kubernetes.NAME: kubernetes}
+RUNTIMES: dict[str, ModuleType] = {kubernetes.NAME: kubernetes, sedna.NAME: sedna}
