@@ -162,6 +162,7 @@ def desired(
         if not is_application(task):
             continue
         observed = applications[task.name] is not None
-        if (plan.keep_active if observed else task.name in plan.start):
+        wanted = plan.keep_active if observed else task.name in plan.start
+        if wanted:
             out.append(edge_application(job, task, policy))
     return out

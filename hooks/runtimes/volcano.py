@@ -22,7 +22,7 @@ from hooks import names, podtemplate
 from hooks.model import DeciceJob, Task
 from hooks.policy import Policy
 from hooks.runtimes.base import Children, Observation, Plan, TaskStatus
-from hooks.runtimes.kubernetes import _dict, _int
+from hooks.runtimes.kubernetes import _dict, _int, _list
 
 NAME = "volcano"
 API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -87,7 +87,6 @@ def volcano_job_view(children: Children, job: DeciceJob) -> VolcanoJobView | Non
     status = _dict(obj.get("status"))
     state = _dict(status.get("state"))
     spec = _dict(obj.get("spec"))
-    tasks = spec.get("tasks") if isinstance(spec.get("tasks"), list) else []
     pods: dict[str, dict[str, int]] = {}
     for task, entry in _dict(status.get("taskStatusCount")).items():
         phases = _dict(_dict(entry).get("phase"))
@@ -97,9 +96,9 @@ def volcano_job_view(children: Children, job: DeciceJob) -> VolcanoJobView | Non
         phase=str(state.get("phase") or ""),
         reason=str(state.get("reason") or ""),
         message=str(state.get("message") or ""),
-        retries=_int(status.get("retryCount")) or 0,
+        retries=max(_int(status.get("retryCount")) or 0, 0),
         max_retry=_int(spec.get("maxRetry")),
-        tasks=frozenset(str(_dict(t).get("name")) for t in tasks),
+        tasks=frozenset(str(_dict(t).get("name")) for t in _list(spec.get("tasks"))),
         pods=pods,
     )
 
