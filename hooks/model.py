@@ -612,9 +612,8 @@ class MetadataSchema(Schema):
 # --- cross-field rules ---------------------------------------------------------
 
 
-def _cycle(tasks: tuple[Task, ...]) -> list[str]:
-    """A dependency cycle as a list of task names, or [] (depth-first search)."""
-    graph = {t.name: t.depends_on for t in tasks}
+def _cycle(graph: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """A cycle in a dependency graph (node → nodes it depends on) as a list of nodes, or []."""
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -630,8 +629,8 @@ def _cycle(tasks: tuple[Task, ...]) -> list[str]:
         state[name] = 2
         return []
 
-    for task in tasks:
-        if task.name not in state and (found := visit(task.name)):
+    for name in graph:
+        if name not in state and (found := visit(name)):
             return found
     return []
 
@@ -693,6 +692,22 @@ def sedna_errors(spec: JobSpec) -> list[str]:
     return errors
 
 
+def _grouped_graph(tasks: tuple[Task, ...], runtime: str) -> dict[str, tuple[str, ...]]:
+    """The dependency graph with all tasks of ``runtime`` as one node: a Volcano Job starts all
+    its tasks together, so nothing outside it may wait for one of them and be awaited by another."""
+    group = f"({runtime} tasks)"
+    runtimes = {t.name: t.runtime for t in tasks}
+
+    def node(name: str) -> str:
+        return group if runtimes.get(name) == runtime else name
+
+    graph: dict[str, tuple[str, ...]] = {}
+    for task in tasks:
+        deps = tuple(node(d) for d in task.depends_on if node(d) != node(task.name))
+        graph[node(task.name)] = graph.get(node(task.name), ()) + deps
+    return graph
+
+
 def cross_field_errors(job_name: str, spec: JobSpec) -> list[str]:
     """Rules over several fields: the CRD's CEL validations, plus cycles, which CEL cannot see."""
     errors: list[str] = []
@@ -723,8 +738,13 @@ def cross_field_errors(job_name: str, spec: JobSpec) -> list[str]:
             errors.append(f"{where}: role, model and dataset are only allowed with runtime sedna")
         if spec.runtime == "sedna" and task.runtime != "sedna":
             errors.append(f"{where}.runtime: tasks of a sedna job cannot override the runtime")
-    if cycle := _cycle(spec.tasks):
+    if cycle := _cycle({t.name: t.depends_on for t in spec.tasks}):
         errors.append(f"spec.tasks: dependency cycle {' -> '.join(cycle)}")
+    elif cycle := _cycle(_grouped_graph(spec.tasks, "volcano")):
+        errors.append(
+            "spec.tasks: the volcano tasks start together as one Volcano Job, so a task of another runtime "
+            f"cannot both depend on one and be a dependency of one: {' -> '.join(cycle)}"
+        )
     for i, volume in enumerate(spec.volumes):
         if (volume.size is None) == (volume.existing_claim is None):
             errors.append(f"spec.volumes[{i}]: exactly one of size and existingClaim must be set")

@@ -64,6 +64,18 @@ def claim_name(job: str, volume: str) -> str:
     return f"{job}-{volume}"
 
 
+def volcano_job_name(job: str) -> str:
+    """The one Volcano Job of a DeciceJob; Volcano names its pods ``<this>-<task>-<i>``, its
+    headless Service (svc plugin) after it and its hosts ConfigMap ``<this>-svc``."""
+    return f"{job}-vc"
+
+
+def edge_application_name(job: str, task: str) -> str:
+    """The EdgeApplication of a KubeEdge service task, and the Deployment it wraps; KubeEdge
+    names the Deployment of each node group ``<this>-<node group>``."""
+    return f"{job}-{task}"
+
+
 def job_labels(job: str) -> dict[str, str]:
     return {LABEL_JOB: job, LABEL_MANAGED_BY: MANAGED_BY}
 

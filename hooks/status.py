@@ -48,9 +48,12 @@ def previous_condition(previous: Mapping[str, Any], kind: str) -> dict:
     return {}
 
 
-def dependencies_met(job: DeciceJob, task_name: str, tasks: Mapping[str, TaskStatus]) -> bool:
-    """A dependency is met when it succeeded or, for a service task, all its replicas are ready."""
+def dependencies_met(job: DeciceJob, task_name: str, tasks: Mapping[str, TaskStatus], skip_runtime: str = "") -> bool:
+    """A dependency is met when it succeeded or, for a service task, all its replicas are ready.
+    Dependencies on tasks of ``skip_runtime`` are left out (that runtime orders them itself)."""
     for dep in job.spec.task(task_name).depends_on:
+        if job.spec.task(dep).runtime == skip_runtime:
+            continue
         status = tasks[dep]
         if job.spec.task(dep).is_service:
             if status.ready < status.replicas:
@@ -60,18 +63,32 @@ def dependencies_met(job: DeciceJob, task_name: str, tasks: Mapping[str, TaskSta
     return True
 
 
-def gate(job: DeciceJob, observed: Iterable[TaskStatus]) -> tuple[tuple[TaskStatus, ...], frozenset[str]]:
+def gate(
+    job: DeciceJob, observed: Iterable[TaskStatus], together: frozenset[str] = frozenset()
+) -> tuple[tuple[TaskStatus, ...], frozenset[str]]:
     """Tasks that have not started are Waiting until their dependencies are met.
 
     Returns the task statuses in spec order and the names of the tasks that may start
     (all started tasks, plus the others whose dependencies are met).  Only starting is
-    gated: a started task keeps going even if a service it depends on becomes unready."""
+    gated: a started task keeps going even if a service it depends on becomes unready.
+    The tasks of a runtime in ``together`` become one object (a Volcano Job) that orders
+    them itself: they start together, once every dependency on another runtime's task is met."""
     by_name = {t.name: t for t in observed}
+    group_ready: dict[str, bool] = {}
+    for runtime in together:
+        members = [t.name for t in job.spec.tasks if t.runtime == runtime]
+        group_ready[runtime] = any(by_name[m].started for m in members) or all(
+            dependencies_met(job, m, by_name, skip_runtime=runtime) for m in members
+        )
     startable = set()
     ordered = []
     for task in job.spec.tasks:
         status = by_name[task.name]
-        if status.started or dependencies_met(job, task.name, by_name):
+        if task.runtime in group_ready:
+            ready = group_ready[task.runtime]
+        else:
+            ready = status.started or dependencies_met(job, task.name, by_name)
+        if ready:
             startable.add(task.name)
         else:
             status = replace(status, phase=WAITING)

@@ -642,7 +642,7 @@ def test_without_the_component_the_job_waits_with_a_clear_reason(cluster, app, s
     assert response["children"] == []
     progressing = condition(job, "Progressing")
     assert (progressing["status"], progressing["reason"]) == ("False", "RuntimeUnavailable")
-    assert "install the manifests component manifests/components/sedna" in progressing["message"]
+    assert "(runtime sedna): install the component manifests/components/sedna" in progressing["message"]
     assert "LifelongLearningJob.sedna.io/v1alpha1" in progressing["message"]
 
 
