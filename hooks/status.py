@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, Iterable, Mapping
 
 from hooks.model import DeciceJob
+from hooks.read import as_dict, as_list
 from hooks.runtimes.base import Observation, Plan, Stuck, TaskStatus
 from hooks.timeutil import format_time, parse_time
 
@@ -36,8 +37,6 @@ class Decision:
     wake_at: datetime | None = None
 
 
-def _as_dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
 
 
 def previous_condition(previous: Mapping[str, Any], kind: str) -> dict:
@@ -217,7 +216,7 @@ def task_entries(
         tasks = tuple(replace(t, phase=FAILED) if t.phase in (PENDING, RUNNING) else t for t in tasks)
     if previous.get("phase") not in FINISHED:
         return [t.as_dict() for t in tasks]
-    before = {e.get("name"): e for e in _as_list(previous.get("tasks")) if isinstance(e, dict)}
+    before = {e.get("name"): e for e in as_list(previous.get("tasks")) if isinstance(e, dict)}
     entries = []
     for task in tasks:
         old = before.get(task.name)
@@ -308,7 +307,7 @@ def refused(
         status["observedGeneration"] = generation
     status["message"] = message
     kept = [
-        c for c in _as_list(previous.get("conditions"))
+        c for c in as_list(previous.get("conditions"))
         if isinstance(c, dict) and c.get("type") not in ("Progressing", "InvalidSpec")
     ]
     gen = generation if generation is not None else 0
@@ -321,5 +320,3 @@ def refused(
     return status
 
 
-def _as_list(value: Any) -> list:
-    return value if isinstance(value, list) else []

@@ -21,9 +21,9 @@ from typing import Any
 from hooks import names, podtemplate
 from hooks.model import DeciceJob, Task
 from hooks.policy import Policy
+from hooks.read import as_dict, as_list
 from hooks.runtimes import kubernetes
 from hooks.runtimes.base import Children, Observation, Plan, TaskStatus
-from hooks.runtimes.kubernetes import _dict, _list
 
 NAME = "kubeedge"
 API_VERSION = "apps.kubeedge.io/v1alpha1"
@@ -61,14 +61,14 @@ def node_group_conditions(children: Children, job: DeciceJob, task: Task) -> dic
     EdgeApplication's ``status.workloadStatus`` (None: no EdgeApplication observed).  Entries are
     matched by the Deployment name KubeEdge derives for each group."""
     name = names.edge_application_name(job.name, task.name)
-    obj = _dict(_dict(children.get(EDGE_APPLICATION)).get(name))
+    obj = as_dict(as_dict(children.get(EDGE_APPLICATION)).get(name))
     if not obj:
         return None
     by_deployment = {}
-    for entry in _list(_dict(obj.get("status")).get("workloadStatus")):
-        identifier = _dict(_dict(entry).get("identifier"))
+    for entry in as_list(as_dict(obj.get("status")).get("workloadStatus")):
+        identifier = as_dict(as_dict(entry).get("identifier"))
         if identifier.get("kind") == "Deployment" and isinstance(identifier.get("name"), str):
-            by_deployment[identifier["name"]] = str(_dict(entry).get("conditions") or "")
+            by_deployment[identifier["name"]] = str(as_dict(entry).get("conditions") or "")
     return {g.name: by_deployment.get(f"{name}-{g.name}", "") for g in task.placement.node_groups}
 
 

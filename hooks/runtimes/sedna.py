@@ -20,6 +20,7 @@ from hooks.model import (
     SEDNA_KINDS, DeciceJob, HardExampleMining, Sedna, Task, Transmitter, Trigger,
 )
 from hooks.policy import Policy
+from hooks.read import as_dict, as_list, as_str
 from hooks.runtimes.base import Children, Observation, Plan, TaskStatus
 
 NAME = "sedna"
@@ -41,16 +42,10 @@ def child_key(kind: str) -> str:
     return f"{kind}.{API_VERSION}"
 
 
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
 
 
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 # --- desired: the Sedna resource ------------------------------------------------------------
@@ -286,9 +281,9 @@ class SednaView:
 
 def _conditions(status: dict) -> tuple[Condition, ...]:
     return tuple(
-        Condition(c["type"], _str(c.get("status")), _str(c.get("reason")), _str(c.get("message")).strip(),
-                  _str(c.get("stage")))
-        for c in _list(status.get("conditions"))
+        Condition(c["type"], as_str(c.get("status")), as_str(c.get("reason")), as_str(c.get("message")).strip(),
+                  as_str(c.get("stage")))
+        for c in as_list(status.get("conditions"))
         if isinstance(c, dict) and isinstance(c.get("type"), str)
     )
 
@@ -312,26 +307,26 @@ def _template_nodes(spec: dict) -> dict[str, tuple[str, ...]]:
     """Task name (the worker's container) → the nodes its workers are bound to by nodeName."""
     nodes: dict[str, set[str]] = {}
     for template in _templates(spec):
-        pod = _dict(template.get("spec"))
-        containers = _list(pod.get("containers"))
-        task = _str(_dict(containers[0]).get("name")) if containers else ""
-        if task and _str(pod.get("nodeName")):
+        pod = as_dict(template.get("spec"))
+        containers = as_list(pod.get("containers"))
+        task = as_str(as_dict(containers[0]).get("name")) if containers else ""
+        if task and as_str(pod.get("nodeName")):
             nodes.setdefault(task, set()).add(pod["nodeName"])
     return {task: tuple(sorted(found)) for task, found in nodes.items()}
 
 
 def sedna_view(kind: str, obj: dict) -> SednaView:
-    meta, status = _dict(obj.get("metadata")), _dict(obj.get("status"))
+    meta, status = as_dict(obj.get("metadata")), as_dict(obj.get("status"))
     failed = status.get("failed")
     return SednaView(
         kind=kind,
-        name=_str(meta.get("name")),
-        phase=_str(status.get("phase")),
+        name=as_str(meta.get("name")),
+        phase=as_str(status.get("phase")),
         started=bool(status.get("startTime")),
         conditions=_conditions(status),
         failed_workers=failed if isinstance(failed, int) and not isinstance(failed, bool) else None,
-        nodes=_template_nodes(_dict(obj.get("spec"))),
-        annotations={k: v for k, v in _dict(meta.get("annotations")).items() if isinstance(v, str)},
+        nodes=_template_nodes(as_dict(obj.get("spec"))),
+        annotations={k: v for k, v in as_dict(meta.get("annotations")).items() if isinstance(v, str)},
     )
 
 
@@ -464,10 +459,10 @@ class Observed:
 def observe(job: DeciceJob, tasks: tuple[Task, ...], children: Children, now: datetime) -> Observation:
     assert job.spec.sedna is not None
     kind = job.spec.sedna.kind
-    obj = _dict(children.get(child_key(kind))).get(names.sedna_name(job.name))
+    obj = as_dict(children.get(child_key(kind))).get(names.sedna_name(job.name))
     # Every observed Sedna resource runs workers until it is gone (one of another kind too,
     # left from before an edit of spec.sedna.kind).
-    workloads = sum(len(_dict(children.get(key))) for key in CHILD_KINDS)
+    workloads = sum(len(as_dict(children.get(key))) for key in CHILD_KINDS)
     if not isinstance(obj, dict):
         waiting = tuple(
             TaskStatus(name=t.name, runtime=NAME, phase=PENDING, replicas=t.replicas, started=False,

@@ -21,8 +21,8 @@ from typing import Any
 from hooks import names, podtemplate
 from hooks.model import DeciceJob, Task
 from hooks.policy import Policy
+from hooks.read import as_dict, as_int, as_list
 from hooks.runtimes.base import Children, Observation, Plan, TaskStatus
-from hooks.runtimes.kubernetes import _dict, _int, _list
 
 NAME = "volcano"
 API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -81,24 +81,24 @@ class VolcanoJobView:
 def volcano_job_view(children: Children, job: DeciceJob) -> VolcanoJobView | None:
     """The observed Volcano Job of ``job``, or None when there is none."""
     name = names.volcano_job_name(job.name)
-    obj = _dict(_dict(children.get(VOLCANO_JOB)).get(name))
+    obj = as_dict(as_dict(children.get(VOLCANO_JOB)).get(name))
     if not obj:
         return None
-    status = _dict(obj.get("status"))
-    state = _dict(status.get("state"))
-    spec = _dict(obj.get("spec"))
+    status = as_dict(obj.get("status"))
+    state = as_dict(status.get("state"))
+    spec = as_dict(obj.get("spec"))
     pods: dict[str, dict[str, int]] = {}
-    for task, entry in _dict(status.get("taskStatusCount")).items():
-        phases = _dict(_dict(entry).get("phase"))
-        pods[str(task)] = {phase: _int(phases.get(phase)) or 0 for phase in POD_PHASES}
+    for task, entry in as_dict(status.get("taskStatusCount")).items():
+        phases = as_dict(as_dict(entry).get("phase"))
+        pods[str(task)] = {phase: as_int(phases.get(phase)) or 0 for phase in POD_PHASES}
     return VolcanoJobView(
         name=name,
         phase=str(state.get("phase") or ""),
         reason=str(state.get("reason") or ""),
         message=str(state.get("message") or ""),
-        retries=max(_int(status.get("retryCount")) or 0, 0),
-        max_retry=_int(spec.get("maxRetry")),
-        tasks=frozenset(str(_dict(t).get("name")) for t in _list(spec.get("tasks"))),
+        retries=max(as_int(status.get("retryCount")) or 0, 0),
+        max_retry=as_int(spec.get("maxRetry")),
+        tasks=frozenset(str(as_dict(t).get("name")) for t in as_list(spec.get("tasks"))),
         pods=pods,
     )
 
