@@ -25,12 +25,23 @@ ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_BACKOFF_LIMIT = 3
+LABEL_VALUE_MAX = 63
+ANNOTATION_VALUE_MAX = 262144
+
+SEDNA_KINDS = ("JointInferenceService", "FederatedLearningJob", "IncrementalLearningJob", "LifelongLearningJob")
+SEDNA_LEARNING_KINDS = ("IncrementalLearningJob", "LifelongLearningJob")
+SEDNA_ROLES = ("edge", "cloud", "aggregation", "training", "train", "eval", "deploy")
+TRIGGER_OPERATORS = (">", ">=", "<", "<=", "==", "!=")
+DEFAULT_TRAIN_PROB = 0.8
+DEFAULT_POLL_PERIOD_SECONDS = 60
+REQUIRED, OPTIONAL, UNUSED = "required", "optional", "unused"
 
 QUANTITY_PATTERN = r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$"
 _QUANTITY = re.compile(QUANTITY_PATTERN)
 _DNS_LABEL = re.compile(names.DNS_LABEL_PATTERN)
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_CLOCK_TIME = re.compile(r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$")
 
 
 class InvalidSpec(Exception):
@@ -121,6 +132,113 @@ class Volume:
 
 
 @dataclass(frozen=True)
+class SednaRole:
+    """What a task with this role is in a Sedna kind: whether it names a Sedna ``model`` /
+    ``dataset``; whether the role may have several tasks and replicas (``many``); whether its
+    worker runs at the edge, beside a Sedna LocalController (``edge``), and must be given a
+    node there (``pinned``: Sedna hands the job to the LocalController of that node); whether
+    Sedna waits for it to finish (``finite``: restartPolicy Always would never let it); and
+    whether Sedna runs it as a Deployment (``service``)."""
+
+    model: str = UNUSED
+    dataset: str = UNUSED
+    many: bool = False
+    edge: bool = False
+    pinned: bool = False
+    finite: bool = False
+    service: bool = False
+
+
+SEDNA_ROLE_RULES: dict[str, dict[str, SednaRole]] = {
+    "JointInferenceService": {
+        "edge": SednaRole(model=REQUIRED, edge=True, pinned=True, service=True),
+        "cloud": SednaRole(model=REQUIRED, service=True),
+    },
+    "FederatedLearningJob": {
+        "aggregation": SednaRole(model=REQUIRED, finite=True),
+        "training": SednaRole(dataset=REQUIRED, many=True, edge=True, pinned=True, finite=True),
+    },
+    "IncrementalLearningJob": {
+        "train": SednaRole(model=REQUIRED, dataset=REQUIRED, edge=True, finite=True),
+        "eval": SednaRole(model=OPTIONAL, edge=True, finite=True),
+        "deploy": SednaRole(model=REQUIRED, edge=True),
+    },
+    "LifelongLearningJob": {
+        "train": SednaRole(dataset=REQUIRED, edge=True, finite=True),
+        "eval": SednaRole(edge=True, finite=True),
+        "deploy": SednaRole(edge=True),
+    },
+}
+"""Roles of each Sedna kind (in the order the kind lists its workers), checked by the model and,
+equally, by the CRD's CEL rules."""
+
+SEDNA_SETTINGS: dict[str, tuple[str, tuple[str, ...], bool]] = {
+    "hardExampleMining": ("hard_example_mining", ("JointInferenceService", "IncrementalLearningJob"), True),
+    "pretrainedModel": ("pretrained_model", ("FederatedLearningJob",), False),
+    "transmitter": ("transmitter", ("FederatedLearningJob",), False),
+    "trainProb": ("train_prob", SEDNA_LEARNING_KINDS, False),
+    "outputDir": ("output_dir", SEDNA_LEARNING_KINDS, True),
+    "credentialName": ("credential_name", SEDNA_LEARNING_KINDS, False),
+    "trainTrigger": ("train_trigger", SEDNA_LEARNING_KINDS, True),
+    "deployTrigger": ("deploy_trigger", ("IncrementalLearningJob",), True),
+    "modelHotUpdate": ("model_hot_update", ("IncrementalLearningJob",), False),
+}
+"""``spec.sedna`` field → (attribute of ``Sedna``, kinds using it, required for those kinds)."""
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """When Sedna starts a stage: ``metric operator threshold``, checked every
+    ``check_period_seconds``, only inside the daily ``timer`` window (start, end) if given."""
+
+    metric: str
+    operator: str
+    threshold: float
+    check_period_seconds: int | None = None
+    timer: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class HardExampleMining:
+    name: str
+    parameters: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Transmitter:
+    """How federated-learning workers exchange weights: ``ws`` (websocket through the
+    aggregation worker) or ``s3`` (through object storage at ``aggregation_data_path``)."""
+
+    type: str = "ws"
+    aggregation_data_path: str | None = None
+    credential_name: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelHotUpdate:
+    poll_period_seconds: int = DEFAULT_POLL_PERIOD_SECONDS
+
+
+@dataclass(frozen=True)
+class Sedna:
+    """``spec.sedna``: the Sedna kind the job becomes and its settings no task carries."""
+
+    kind: str
+    hard_example_mining: HardExampleMining | None = None
+    pretrained_model: str | None = None
+    transmitter: Transmitter | None = None
+    train_prob: float | None = None
+    output_dir: str | None = None
+    credential_name: str | None = None
+    train_trigger: Trigger | None = None
+    deploy_trigger: Trigger | None = None
+    model_hot_update: ModelHotUpdate | None = None
+
+    def role(self, name: str | None) -> SednaRole | None:
+        return SEDNA_ROLE_RULES[self.kind].get(name or "")
+
+
+@dataclass(frozen=True)
 class JobSpec:
     tasks: tuple[Task, ...]
     runtime: str = "kubernetes"
@@ -134,7 +252,7 @@ class JobSpec:
     priority_class_name: str | None = None
     scheduler_name: str | None = None
     min_available: int | None = None
-    sedna: dict | None = None
+    sedna: Sedna | None = None
 
     def task(self, name: str) -> Task:
         return next(t for t in self.tasks if t.name == name)
@@ -178,8 +296,9 @@ class Quantity(fields.Field):
         return text
 
 
-def _string_map() -> fields.Dict:
-    return fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
+def _string_map(max_value: int | None = None) -> fields.Dict:
+    values = fields.String(validate=validate.Length(max=max_value)) if max_value else fields.String()
+    return fields.Dict(keys=fields.String(), values=values, load_default=dict)
 
 
 def _quantity_map() -> fields.Dict:
@@ -275,6 +394,101 @@ class EnvVarSchema(_Strict):
     valueFrom = fields.Dict()
 
 
+def _object_name(what: str) -> validate.Validator:
+    return validate.And(
+        validate.Length(min=1, max=253),
+        validate.Regexp(_DNS_SUBDOMAIN, error=f"must be the name of {what} (a DNS subdomain)"),
+    )
+
+
+class Number(fields.Field):
+    """A JSON number, kept as given (an integer stays an integer); strings and booleans are refused."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValidationError("must be a number")
+        return value
+
+
+class TimerSchema(_Strict):
+    start = fields.String(required=True, validate=validate.Regexp(_CLOCK_TIME, error="must be a time of day HH:MM"))
+    end = fields.String(required=True, validate=validate.Regexp(_CLOCK_TIME, error="must be a time of day HH:MM"))
+
+
+class TriggerSchema(_Strict):
+    metric = fields.String(required=True, validate=validate.Length(min=1, max=253))
+    operator = fields.String(required=True, validate=validate.OneOf(TRIGGER_OPERATORS))
+    threshold = Number(required=True)
+    checkPeriodSeconds = fields.Integer(strict=True, validate=validate.Range(min=1, max=86400))
+    timer = fields.Nested(TimerSchema)
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> Trigger:
+        timer = data.get("timer")
+        return Trigger(
+            metric=data["metric"],
+            operator=data["operator"],
+            threshold=data["threshold"],
+            check_period_seconds=data.get("checkPeriodSeconds"),
+            timer=(timer["start"], timer["end"]) if timer else None,
+        )
+
+
+class HardExampleMiningSchema(_Strict):
+    name = fields.String(required=True, validate=validate.Length(min=1, max=63))
+    parameters = fields.Dict(keys=fields.String(validate=validate.Length(min=1, max=63)),
+                             values=fields.String(validate=validate.Length(max=256)), load_default=dict,
+                             validate=validate.Length(max=32))
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> HardExampleMining:
+        return HardExampleMining(**data)
+
+
+class TransmitterSchema(_Strict):
+    type = fields.String(load_default="ws", validate=validate.OneOf(("ws", "s3")))
+    aggregationDataPath = fields.String(validate=validate.Length(min=1, max=1024))
+    credentialName = fields.String(validate=_object_name("a Secret"))
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> Transmitter:
+        return Transmitter(data["type"], data.get("aggregationDataPath"), data.get("credentialName"))
+
+
+class ModelHotUpdateSchema(_Strict):
+    pollPeriodSeconds = fields.Integer(load_default=DEFAULT_POLL_PERIOD_SECONDS, strict=True,
+                                       validate=validate.Range(min=1, max=86400))
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> ModelHotUpdate:
+        return ModelHotUpdate(data["pollPeriodSeconds"])
+
+
+class SednaSchema(_Strict):
+    kind = fields.String(required=True, validate=validate.OneOf(SEDNA_KINDS))
+    hardExampleMining = fields.Nested(HardExampleMiningSchema)
+    pretrainedModel = fields.String(validate=_object_name("a Sedna Model"))
+    transmitter = fields.Nested(TransmitterSchema)
+    trainProb = Number(validate=validate.Range(min=0, max=1, min_inclusive=False))
+    outputDir = fields.String(validate=validate.Length(min=1, max=1024))
+    credentialName = fields.String(validate=_object_name("a Secret"))
+    trainTrigger = fields.Nested(TriggerSchema)
+    deployTrigger = fields.Nested(TriggerSchema)
+    modelHotUpdate = fields.Nested(ModelHotUpdateSchema)
+
+    @post_load
+    def make(self, data: dict, **_: Any) -> Sedna:
+        """Defaults that depend on the kind: the train/test split of the learning kinds, and
+        the websocket transmitter of federated learning."""
+        kind = data["kind"]
+        values = {attr: data.get(key) for key, (attr, _, _) in SEDNA_SETTINGS.items()}
+        if kind in SEDNA_LEARNING_KINDS and values["train_prob"] is None:
+            values["train_prob"] = DEFAULT_TRAIN_PROB
+        if kind == "FederatedLearningJob" and values["transmitter"] is None:
+            values["transmitter"] = Transmitter()
+        return Sedna(kind=kind, **values)
+
+
 class TaskSchema(_Strict):
     name = fields.String(required=True, validate=_dns_label(names.TASK_NAME_MAX))
     runtime = fields.String(validate=validate.OneOf(TASK_RUNTIMES))
@@ -290,11 +504,11 @@ class TaskSchema(_Strict):
     volumeMounts = fields.List(fields.Nested(VolumeMountSchema), load_default=list)
     placement = fields.Nested(PlacementSchema, load_default=Placement)
     dependsOn = fields.List(fields.String(), load_default=list)
-    labels = _string_map()
-    annotations = _string_map()
-    role = fields.String()
-    model = fields.String()
-    dataset = fields.String()
+    labels = _string_map(LABEL_VALUE_MAX)
+    annotations = _string_map(ANNOTATION_VALUE_MAX)
+    role = fields.String(validate=validate.OneOf(SEDNA_ROLES))
+    model = fields.String(validate=_object_name("a Sedna Model"))
+    dataset = fields.String(validate=_object_name("a Sedna Dataset"))
 
     @post_load
     def make(self, data: dict, **_: Any) -> Task:
@@ -352,12 +566,15 @@ class JobSpecSchema(_Strict):
     priorityClassName = fields.String(validate=validate.Length(min=1))
     schedulerName = fields.String(validate=validate.Length(min=1))
     minAvailable = fields.Integer(strict=True, validate=validate.Range(min=1))
-    sedna = fields.Dict()
+    sedna = fields.Nested(SednaSchema)
 
     @post_load
     def make(self, data: dict, **_: Any) -> JobSpec:
         runtime = data["runtime"]
+        sedna = data.get("sedna")
         tasks = tuple(t if t.runtime else replace(t, runtime=runtime) for t in data["tasks"])
+        if runtime == "sedna" and sedna is not None:
+            tasks = tuple(_as_sedna_worker(sedna, t) for t in tasks)
         return JobSpec(
             tasks=tasks,
             runtime=runtime,
@@ -371,8 +588,15 @@ class JobSpecSchema(_Strict):
             priority_class_name=data.get("priorityClassName"),
             scheduler_name=data.get("schedulerName"),
             min_available=data.get("minAvailable"),
-            sedna=data.get("sedna"),
+            sedna=sedna,
         )
+
+
+def _as_sedna_worker(sedna: Sedna, task: Task) -> Task:
+    """Sedna runs joint-inference workers as Deployments, whose pods always restart: such tasks
+    are service tasks whatever their restartPolicy (which defaults to Never)."""
+    role = sedna.role(task.role)
+    return replace(task, restart_policy="Always") if role is not None and role.service else task
 
 
 class MetadataSchema(Schema):
@@ -388,9 +612,8 @@ class MetadataSchema(Schema):
 # --- cross-field rules ---------------------------------------------------------
 
 
-def _cycle(tasks: tuple[Task, ...]) -> list[str]:
-    """A dependency cycle as a list of task names, or [] (depth-first search)."""
-    graph = {t.name: t.depends_on for t in tasks}
+def _cycle(graph: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """A cycle in a dependency graph (node → nodes it depends on) as a list of nodes, or []."""
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -406,10 +629,83 @@ def _cycle(tasks: tuple[Task, ...]) -> list[str]:
         state[name] = 2
         return []
 
-    for task in tasks:
-        if task.name not in state and (found := visit(task.name)):
+    for name in graph:
+        if name not in state and (found := visit(name)):
             return found
     return []
+
+
+def _sedna_task_errors(sedna: Sedna, where: str, task: Task) -> list[str]:
+    kind = sedna.kind
+    role = sedna.role(task.role)
+    if role is None:
+        roles = ", ".join(SEDNA_ROLE_RULES[kind])
+        found = f"role {task.role!r} is not one" if task.role else "a role is required"
+        return [f"{where}.role: {found}: the tasks of a {kind} have roles {roles}"]
+    errors = []
+    for name, need in (("model", role.model), ("dataset", role.dataset)):
+        given = getattr(task, name) is not None
+        if need == REQUIRED and not given:
+            errors.append(f"{where}.{name}: required for role {task.role} of a {kind}")
+        elif need == UNUSED and given:
+            errors.append(f"{where}.{name}: role {task.role} of a {kind} takes no {name}")
+    if task.replicas != 1 and not role.many:
+        errors.append(f"{where}.replicas: role {task.role} runs exactly one worker")
+    if role.pinned and not task.placement.nodes:
+        errors.append(f"{where}.placement.nodes: required for role {task.role}: Sedna pins the worker to its node")
+    if role.finite and task.restart_policy == "Always":
+        errors.append(f"{where}.restartPolicy: Sedna waits for {task.role} workers to finish, so Always is not allowed")
+    if task.depends_on:
+        errors.append(f"{where}.dependsOn: Sedna orders the workers of a sedna job itself")
+    if task.labels or task.annotations:
+        errors.append(f"{where}: labels and annotations cannot reach Sedna's worker pods (Sedna's CRDs drop "
+                      "pod template metadata)")
+    return errors
+
+
+def sedna_errors(spec: JobSpec) -> list[str]:
+    """The rules of a sedna job: roles per kind, what each role takes, the settings per kind."""
+    if spec.runtime != "sedna":
+        return []
+    sedna = spec.sedna
+    if sedna is None:
+        return ["spec.sedna: required with runtime sedna (at least its kind)"]
+    errors = []
+    for i, task in enumerate(spec.tasks):
+        errors += _sedna_task_errors(sedna, f"spec.tasks[{i}]", task)
+    for name, role in SEDNA_ROLE_RULES[sedna.kind].items():
+        count = sum(t.role == name for t in spec.tasks)
+        if count == 0 or (count > 1 and not role.many):
+            needed = "at least one task" if role.many else "exactly one task"
+            errors.append(f"spec.tasks: a {sedna.kind} needs {needed} with role {name}, found {count}")
+    for key, (attr, kinds, required) in SEDNA_SETTINGS.items():
+        given = getattr(sedna, attr) is not None
+        if sedna.kind in kinds and required and not given:
+            errors.append(f"spec.sedna.{key}: required for a {sedna.kind}")
+        elif sedna.kind not in kinds and given:
+            errors.append(f"spec.sedna.{key}: only used by {' and '.join(kinds)}")
+    transmitter = sedna.transmitter
+    if transmitter is not None and (transmitter.type == "s3") != (transmitter.aggregation_data_path is not None):
+        errors.append("spec.sedna.transmitter.aggregationDataPath: required for type s3 and only used by it")
+    if transmitter is not None and transmitter.type != "s3" and transmitter.credential_name is not None:
+        errors.append("spec.sedna.transmitter.credentialName: only used by type s3")
+    return errors
+
+
+def _grouped_graph(tasks: tuple[Task, ...], runtime: str) -> dict[str, tuple[str, ...]]:
+    """The dependency graph with all tasks of ``runtime`` as one node: a Volcano Job starts all
+    its tasks together, so nothing outside it may wait for one of them and be awaited by another."""
+    group = f"({runtime} tasks)"
+    runtimes = {t.name: t.runtime for t in tasks}
+
+    def node(name: str) -> str:
+        return group if runtimes.get(name) == runtime else name
+
+    graph: dict[str, tuple[str, ...]] = {}
+    for task in tasks:
+        deps = tuple(node(d) for d in task.depends_on if node(d) != node(task.name))
+        graph[node(task.name)] = graph.get(node(task.name), ()) + deps
+    return graph
 
 
 def cross_field_errors(job_name: str, spec: JobSpec) -> list[str]:
@@ -442,8 +738,13 @@ def cross_field_errors(job_name: str, spec: JobSpec) -> list[str]:
             errors.append(f"{where}: role, model and dataset are only allowed with runtime sedna")
         if spec.runtime == "sedna" and task.runtime != "sedna":
             errors.append(f"{where}.runtime: tasks of a sedna job cannot override the runtime")
-    if cycle := _cycle(spec.tasks):
+    if cycle := _cycle({t.name: t.depends_on for t in spec.tasks}):
         errors.append(f"spec.tasks: dependency cycle {' -> '.join(cycle)}")
+    elif cycle := _cycle(_grouped_graph(spec.tasks, "volcano")):
+        errors.append(
+            "spec.tasks: the volcano tasks start together as one Volcano Job, so a task of another runtime "
+            f"cannot both depend on one and be a dependency of one: {' -> '.join(cycle)}"
+        )
     for i, volume in enumerate(spec.volumes):
         if (volume.size is None) == (volume.existing_claim is None):
             errors.append(f"spec.volumes[{i}]: exactly one of size and existingClaim must be set")
@@ -452,7 +753,7 @@ def cross_field_errors(job_name: str, spec: JobSpec) -> list[str]:
         errors.append(f"spec.minAvailable: {spec.min_available} exceeds the total replicas ({total})")
     if spec.sedna is not None and spec.runtime != "sedna":
         errors.append("spec.sedna: only allowed with runtime sedna")
-    return errors
+    return errors + sedna_errors(spec)
 
 
 # --- entry point ------------------------------------------------------------------

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, Iterable, Mapping
 
 from hooks.model import DeciceJob
+from hooks.read import as_dict, as_list
 from hooks.runtimes.base import Observation, Plan, Stuck, TaskStatus
 from hooks.timeutil import format_time, parse_time
 
@@ -36,8 +37,6 @@ class Decision:
     wake_at: datetime | None = None
 
 
-def _as_dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
 
 
 def previous_condition(previous: Mapping[str, Any], kind: str) -> dict:
@@ -48,9 +47,12 @@ def previous_condition(previous: Mapping[str, Any], kind: str) -> dict:
     return {}
 
 
-def dependencies_met(job: DeciceJob, task_name: str, tasks: Mapping[str, TaskStatus]) -> bool:
-    """A dependency is met when it succeeded or, for a service task, all its replicas are ready."""
+def dependencies_met(job: DeciceJob, task_name: str, tasks: Mapping[str, TaskStatus], skip_runtime: str = "") -> bool:
+    """A dependency is met when it succeeded or, for a service task, all its replicas are ready.
+    Dependencies on tasks of ``skip_runtime`` are left out (that runtime orders them itself)."""
     for dep in job.spec.task(task_name).depends_on:
+        if job.spec.task(dep).runtime == skip_runtime:
+            continue
         status = tasks[dep]
         if job.spec.task(dep).is_service:
             if status.ready < status.replicas:
@@ -60,18 +62,32 @@ def dependencies_met(job: DeciceJob, task_name: str, tasks: Mapping[str, TaskSta
     return True
 
 
-def gate(job: DeciceJob, observed: Iterable[TaskStatus]) -> tuple[tuple[TaskStatus, ...], frozenset[str]]:
+def gate(
+    job: DeciceJob, observed: Iterable[TaskStatus], together: frozenset[str] = frozenset()
+) -> tuple[tuple[TaskStatus, ...], frozenset[str]]:
     """Tasks that have not started are Waiting until their dependencies are met.
 
     Returns the task statuses in spec order and the names of the tasks that may start
     (all started tasks, plus the others whose dependencies are met).  Only starting is
-    gated: a started task keeps going even if a service it depends on becomes unready."""
+    gated: a started task keeps going even if a service it depends on becomes unready.
+    The tasks of a runtime in ``together`` become one object (a Volcano Job) that orders
+    them itself: they start together, once every dependency on another runtime's task is met."""
     by_name = {t.name: t for t in observed}
+    group_ready: dict[str, bool] = {}
+    for runtime in together:
+        members = [t.name for t in job.spec.tasks if t.runtime == runtime]
+        group_ready[runtime] = any(by_name[m].started for m in members) or all(
+            dependencies_met(job, m, by_name, skip_runtime=runtime) for m in members
+        )
     startable = set()
     ordered = []
     for task in job.spec.tasks:
         status = by_name[task.name]
-        if status.started or dependencies_met(job, task.name, by_name):
+        if task.runtime in group_ready:
+            ready = group_ready[task.runtime]
+        else:
+            ready = status.started or dependencies_met(job, task.name, by_name)
+        if ready:
             startable.add(task.name)
         else:
             status = replace(status, phase=WAITING)
@@ -200,7 +216,7 @@ def task_entries(
         tasks = tuple(replace(t, phase=FAILED) if t.phase in (PENDING, RUNNING) else t for t in tasks)
     if previous.get("phase") not in FINISHED:
         return [t.as_dict() for t in tasks]
-    before = {e.get("name"): e for e in _as_list(previous.get("tasks")) if isinstance(e, dict)}
+    before = {e.get("name"): e for e in as_list(previous.get("tasks")) if isinstance(e, dict)}
     entries = []
     for task in tasks:
         old = before.get(task.name)
@@ -291,7 +307,7 @@ def refused(
         status["observedGeneration"] = generation
     status["message"] = message
     kept = [
-        c for c in _as_list(previous.get("conditions"))
+        c for c in as_list(previous.get("conditions"))
         if isinstance(c, dict) and c.get("type") not in ("Progressing", "InvalidSpec")
     ]
     gen = generation if generation is not None else 0
@@ -304,5 +320,3 @@ def refused(
     return status
 
 
-def _as_list(value: Any) -> list:
-    return value if isinstance(value, list) else []

@@ -18,6 +18,7 @@ from hooks.model import DeciceJob, InvalidSpec, Task, parse_job
 from hooks.policy import DEFAULT_POLICY, Policy
 from hooks.runtimes import RUNTIMES
 from hooks.runtimes.base import Children, Observation, Plan
+from hooks.runtimes.kubernetes import POD
 from hooks.service import SERVICE, desired_service
 from hooks.timeutil import seconds_until
 from hooks.volumes import PVC, desired_claims, volume_status
@@ -25,6 +26,8 @@ from hooks.volumes import PVC, desired_claims, volume_status
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 WORKLOAD_KINDS = frozenset(kind for module in RUNTIMES.values() for kind in module.CHILD_KINDS)
 STOPPED = Plan(start=frozenset(), keep_active=False, keep_finished=False)
+BASE_KINDS = frozenset({POD, SERVICE, PVC})
+"""Child kinds ``manifests/base`` lists; runtime components add the others."""
 
 
 class BadRequest(ValueError):
@@ -130,24 +133,35 @@ def _groups(job: DeciceJob) -> dict[str, tuple[Task, ...]]:
     return {runtime: tuple(tasks) for runtime, tasks in groups.items()}
 
 
+def _needed_kinds(runtime: str, tasks: tuple[Task, ...]) -> tuple[str, ...]:
+    module = RUNTIMES[runtime]
+    needed = getattr(module, "needed_kinds", None)
+    return needed(tasks) if needed is not None else module.CHILD_KINDS
+
+
 def _unavailable(job: DeciceJob, groups: Mapping[str, tuple[Task, ...]], managed: frozenset[str] | None) -> str | None:
-    """Why this job cannot be run by this installation, if it cannot."""
+    """Why this job cannot be run by this installation, if it cannot: the child kinds it needs
+    that the CompositeController does not manage, and the manifests that add them."""
     missing_runtimes = sorted(r for r in groups if r not in RUNTIMES)
     if missing_runtimes:
         return f"runtime {', '.join(missing_runtimes)} is not supported by this version of the hooks"
     if managed is None:
         return None
-    needed = [kind for runtime in groups for kind in RUNTIMES[runtime].CHILD_KINDS]
-    if any(t.runtime == "kubernetes" for t in job.spec.tasks):
-        needed.append(SERVICE)
+    runtime_kinds = {kind: runtime for runtime, tasks in groups.items() for kind in _needed_kinds(runtime, tasks)}
+    base = {kind for kind in runtime_kinds if kind in BASE_KINDS}
+    if "kubernetes" in groups:
+        base.add(SERVICE)
     if any(not v.existing_claim for v in job.spec.volumes):
-        needed.append(PVC)
-    missing = sorted({k for k in needed if k not in managed})
-    if missing:
-        return (
-            f"the CompositeController does not manage {', '.join(missing)}: install the manifests "
-            f"component for runtime {', '.join(sorted(groups))}"
-        )
+        base.add(PVC)
+    missing_base = sorted(kind for kind in base if kind not in managed)
+    problems = [f"{', '.join(missing_base)}: install manifests/base"] if missing_base else []
+    for runtime in sorted(groups):
+        kinds = sorted(k for k, r in runtime_kinds.items() if r == runtime and k not in BASE_KINDS and k not in managed)
+        if kinds:
+            component = getattr(RUNTIMES[runtime], "COMPONENT", f"manifests/components/{runtime}")
+            problems.append(f"{', '.join(kinds)} (runtime {runtime}): install the component {component}")
+    if problems:
+        return "the CompositeController does not manage " + "; ".join(problems)
     return None
 
 
@@ -163,7 +177,8 @@ def reconcile(
     observations: dict[str, Observation] = {
         runtime: RUNTIMES[runtime].observe(job, tasks, children, now) for runtime, tasks in groups.items()
     }
-    tasks, startable = status.gate(job, (t for obs in observations.values() for t in obs.tasks))
+    together = frozenset(r for r in groups if getattr(RUNTIMES[r], "STARTS_TOGETHER", False))
+    tasks, startable = status.gate(job, (t for obs in observations.values() for t in obs.tasks), together)
     decision = status.decide(job, tasks, startable, tuple(observations.values()), previous, now)
     plan = STOPPED if request.finalizing else decision.plan
 

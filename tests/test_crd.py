@@ -108,6 +108,7 @@ INVALID = {
     "task name too long": (_with(tasks=[task("t" * 41)]), "name"),
     "no tasks": (_with(tasks=[]), "tasks"),
     "unknown field": (_with(tasks=[task("a", imagePullPolicy="Always")]), "imagePullPolicy"),
+    "label value too long": (_with(tasks=[task("a", labels={"team": "x" * 64})]), "labels"),
 }
 
 

@@ -69,7 +69,8 @@ def test_every_error_is_reported_with_its_path():
     (job_manifest(tasks=[task("a", env=[{"value": "x"}])]), "env"),
     (job_manifest(tasks=[task("a", volumeMounts=[{"volume": "v", "mountPath": "/a"}, {"volume": "v", "mountPath": "/a"}])],
                   volumes=[{"name": "v", "size": "1Gi"}]), "duplicate mountPath"),
-    (job_manifest(runtime="sedna", sedna={"kind": "X"}, tasks=[task("a", runtime="kubernetes")]), "cannot override"),
+    (job_manifest(runtime="sedna", sedna={"kind": "FederatedLearningJob"}, tasks=[task("a", runtime="kubernetes")]),
+     "cannot override"),
 ])
 def test_invalid(manifest, fragment):
     with pytest.raises(InvalidSpec) as caught:

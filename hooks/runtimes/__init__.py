@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from hooks.runtimes import kubernetes
+from hooks.runtimes import kubeedge, kubernetes, sedna, volcano
 
-RUNTIMES: dict[str, ModuleType] = {kubernetes.NAME: kubernetes}
+RUNTIMES: dict[str, ModuleType] = {module.NAME: module for module in (kubernetes, volcano, kubeedge, sedna)}

@@ -9,6 +9,16 @@ children (``desired``).  It exposes:
   reads and writes; a job using the runtime needs all of them managed;
 - ``observe(job, tasks, children, now) -> Observation``;
 - ``desired(job, tasks, children, observation, plan, now, policy) -> list[dict]``.
+
+Optionally:
+
+- ``COMPONENT``: the manifests component that adds its child kinds to the
+  CompositeController (absent: they are in ``manifests/base``);
+- ``needed_kinds(tasks) -> tuple[str, ...]``: the child keys these tasks need,
+  when not all of ``CHILD_KINDS``;
+- ``STARTS_TOGETHER``: True when all its tasks become one object that orders
+  their start itself (Volcano): they start together once their dependencies
+  on other runtimes' tasks are met (``status.gate``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 from hooks import names, podtemplate
 from hooks.model import DeciceJob, Task
 from hooks.policy import Policy
+from hooks.read import as_dict, as_int, as_list
 from hooks.runtimes.base import Children, Observation, Plan, Stuck, TaskStatus
 from hooks.timeutil import parse_time
 
@@ -34,20 +35,10 @@ BACKOFF_BASE_SECONDS = 10
 BACKOFF_MAX_SECONDS = 360
 
 
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
 
 
 @dataclass(frozen=True)
@@ -74,7 +65,7 @@ class PodView:
 
 
 def _condition(status: dict, kind: str) -> dict:
-    return next((c for c in _list(status.get("conditions")) if isinstance(c, dict) and c.get("type") == kind), {})
+    return next((c for c in as_list(status.get("conditions")) if isinstance(c, dict) and c.get("type") == kind), {})
 
 
 def _stuck(name: str, task: str, meta: dict, status: dict, phase: str) -> Stuck | None:
@@ -85,8 +76,8 @@ def _stuck(name: str, task: str, meta: dict, status: dict, phase: str) -> Stuck 
     if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
         since = parse_time(scheduled.get("lastTransitionTime")) or parse_time(meta.get("creationTimestamp"))
         return Stuck(name, task, "Unschedulable", str(scheduled.get("message", "")), since)
-    for cs in _list(status.get("initContainerStatuses")) + _list(status.get("containerStatuses")):
-        waiting = _dict(_dict(_dict(cs).get("state")).get("waiting"))
+    for cs in as_list(status.get("initContainerStatuses")) + as_list(status.get("containerStatuses")):
+        waiting = as_dict(as_dict(as_dict(cs).get("state")).get("waiting"))
         if waiting.get("reason") in STUCK_REASONS:
             since = parse_time(status.get("startTime")) or parse_time(meta.get("creationTimestamp"))
             return Stuck(name, task, str(waiting["reason"]), str(waiting.get("message", "")), since)
@@ -97,8 +88,8 @@ def _termination(status: dict) -> tuple[datetime | None, str]:
     """When a terminated pod finished, and a short failure description."""
     finished: datetime | None = None
     detail = ""
-    for cs in _list(status.get("containerStatuses")):
-        term = _dict(_dict(_dict(cs).get("state")).get("terminated"))
+    for cs in as_list(status.get("containerStatuses")):
+        term = as_dict(as_dict(as_dict(cs).get("state")).get("terminated"))
         if not term:
             continue
         at = parse_time(term.get("finishedAt"))
@@ -119,14 +110,14 @@ def _termination(status: dict) -> tuple[datetime | None, str]:
 
 def pod_view(obj: Any) -> PodView | None:
     """An observed Pod as a PodView, or None when it does not carry our slot labels."""
-    meta = _dict(_dict(obj).get("metadata"))
-    labels = _dict(meta.get("labels"))
-    task, index = labels.get(names.LABEL_TASK), _int(labels.get(names.LABEL_INDEX))
-    attempt = _int(labels.get(names.LABEL_ATTEMPT, 0))
+    meta = as_dict(as_dict(obj).get("metadata"))
+    labels = as_dict(meta.get("labels"))
+    task, index = labels.get(names.LABEL_TASK), as_int(labels.get(names.LABEL_INDEX))
+    attempt = as_int(labels.get(names.LABEL_ATTEMPT, 0))
     name = meta.get("name")
     if not isinstance(task, str) or index is None or attempt is None or not isinstance(name, str):
         return None
-    status = _dict(obj.get("status"))
+    status = as_dict(obj.get("status"))
     phase = status.get("phase") if status.get("phase") in ("Pending", "Running", "Succeeded", "Failed", "Unknown") else "Pending"
     if meta.get("deletionTimestamp") and phase in ("Pending", "Running"):
         phase = "Unknown"
@@ -139,7 +130,7 @@ def pod_view(obj: Any) -> PodView | None:
             disruption = str(status["reason"])
         elif _condition(status, "DisruptionTarget").get("status") == "True":
             disruption = str(_condition(status, "DisruptionTarget").get("reason") or "DisruptionTarget")
-    restarts = sum(_int(_dict(cs).get("restartCount")) or 0 for cs in _list(status.get("containerStatuses")))
+    restarts = sum(as_int(as_dict(cs).get("restartCount")) or 0 for cs in as_list(status.get("containerStatuses")))
     return PodView(
         name=name,
         task=task,
@@ -147,7 +138,7 @@ def pod_view(obj: Any) -> PodView | None:
         attempt=attempt,
         phase=phase,
         ready=_condition(status, "Ready").get("status") == "True",
-        node=_dict(obj.get("spec")).get("nodeName") or None,
+        node=as_dict(obj.get("spec")).get("nodeName") or None,
         created=parse_time(meta.get("creationTimestamp")),
         finished=finished or parse_time(meta.get("creationTimestamp")),
         restarts=restarts,
@@ -161,11 +152,11 @@ def observed_pods(children: Children, job: DeciceJob, tasks: Iterable[Task]) -> 
     """Observed pods of ``tasks`` grouped by slot (task, index), oldest attempt first."""
     wanted = {t.name: t.replicas for t in tasks}
     slots: dict[tuple[str, int], list[PodView]] = {}
-    for obj in _dict(children.get(POD)).values():
+    for obj in as_dict(children.get(POD)).values():
         view = pod_view(obj)
         if view is None or wanted.get(view.task, 0) <= view.index:
             continue
-        if _dict(_dict(obj.get("metadata")).get("labels")).get(names.LABEL_JOB) != job.name:
+        if as_dict(as_dict(obj.get("metadata")).get("labels")).get(names.LABEL_JOB) != job.name:
             continue
         slots.setdefault((view.task, view.index), []).append(view)
     for pods in slots.values():
