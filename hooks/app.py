@@ -2,11 +2,11 @@
 
 ``gunicorn 'hooks.app:create_app()'`` serves it (settings from the
 environment); ``decice-hooks`` passes its validated settings.  Per hook call:
-check the caller (``hooks.auth``), read the body (411 when chunked, 413
-before reading when it is too large), reconcile, answer with an ETag (304 when ``If-None-Match``
-matches), then one log line and the metrics (``hooks.calls``).  Every error
-is a JSON body with a 4xx/5xx status; an unexpected exception is logged and
-answered with 500 while the worker lives on.
+check the caller (``hooks.auth``), read the body (411 when chunked, 413 before
+reading when it is too large), reconcile, answer with an ETag (304 when
+``If-None-Match`` matches), then one log line and the metrics
+(``hooks.calls``).  Every error is a JSON body with a 4xx/5xx status; an
+unexpected exception is logged and answered with 500 while the worker lives on.
 """
 
 from __future__ import annotations

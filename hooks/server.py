@@ -9,12 +9,12 @@ asks the running server's ``/healthz`` (the image's HEALTHCHECK).
 
 gunicorn settings chosen here, and why:
 
-- ``hooks.worker.HookWorker`` (gthread with a per-request deadline): idle
-  connections wait in the event loop, not in a thread, and a request that
-  takes longer than ``request_timeout`` to arrive and be answered is cut off,
-  so slow clients cannot pin every thread;
-- request line, header count and header size limits far below gunicorn's
-  defaults' worst case: a hook request has a handful of short headers;
+- ``hooks.worker.HookWorker`` (gthread, hardened): idle connections wait in
+  the event loop, not in a thread; a request that takes longer than
+  ``request_timeout`` to arrive and be answered is cut off; closing a
+  connection never waits on the client — so slow clients cannot pin workers;
+- request line and header sizes at gunicorn's defaults (4094 and 8190 bytes),
+  at most 32 headers: a hook request has a handful of short ones;
 - keep-alive 30 s, so Metacontroller reuses connections between syncs;
 - TLS when a certificate is configured; a client CA makes the TLS layer
   verify any client certificate offered, and the app then demands one on the
