@@ -1,7 +1,7 @@
 """Throw-away certificates for TLS tests, made with the ``openssl`` binary (tests skip without it).
 
-A CA signs a server certificate for 127.0.0.1/localhost and a client
-certificate; a second CA signs a client certificate the first does not trust.
+A CA signs a server certificate for 127.0.0.1/localhost, a renewal of it,
+and a client certificate; a second CA signs a client certificate the first does not trust.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ class Certs:
     ca: Path
     server_cert: Path
     server_key: Path
+    renewed_cert: Path
+    renewed_key: Path
     client_cert: Path
     client_key: Path
     stranger_cert: Path
@@ -53,12 +55,15 @@ def make_certs(directory: Path) -> Certs:
     _ca(directory, "ca")
     _ca(directory, "other-ca")
     _leaf(directory, "server", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    _leaf(directory, "renewed", "ca", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
     _leaf(directory, "client", "ca", "extendedKeyUsage=clientAuth\n")
     _leaf(directory, "stranger", "other-ca", "extendedKeyUsage=clientAuth\n")
     return Certs(
         ca=directory / "ca.crt",
         server_cert=directory / "server.crt",
         server_key=directory / "server.key",
+        renewed_cert=directory / "renewed.crt",
+        renewed_key=directory / "renewed.key",
         client_cert=directory / "client.crt",
         client_key=directory / "client.key",
         stranger_cert=directory / "stranger.crt",

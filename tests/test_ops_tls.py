@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import socket
 import ssl
 import subprocess
 import urllib.error
@@ -86,4 +88,26 @@ def test_client_certificates(tmp_path, certs):
         with pytest.raises((ssl.SSLError, ConnectionError, urllib.error.URLError)):
             server.request("/sync", BODY)
         server.context = anonymous
+        assert server.request("/healthz")[0] == 200
+
+
+def served_certificate(port: int, context: ssl.SSLContext) -> str:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            return tls.getpeercert()["serialNumber"]
+
+
+def test_renewed_certificate_is_served_without_restart(tmp_path, certs):
+    live = tmp_path / "live"
+    live.mkdir()
+    shutil.copy(certs.server_cert, live / "tls.crt")
+    shutil.copy(certs.server_key, live / "tls.key")
+    env = {**tls_env(certs), "DECICE_HOOKS_TLS_CERT_FILE": str(live / "tls.crt"),
+           "DECICE_HOOKS_TLS_KEY_FILE": str(live / "tls.key")}
+    with hook_server(tmp_path, env=env, context=client_context(certs)) as server:
+        before = served_certificate(server.port, server.context)
+        shutil.copy(certs.renewed_key, live / "tls.key")
+        shutil.copy(certs.renewed_cert, live / "tls.crt")
+        after = served_certificate(server.port, server.context)
+        assert before != after
         assert server.request("/healthz")[0] == 200
