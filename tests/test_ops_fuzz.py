@@ -2,8 +2,8 @@
 
 The cases are generated from a real v2 hook request (a running job with
 observed pods, a Service and a claim) by a seeded generator: random bytes,
-truncations, every value of the request replaced by values of the wrong type
-(or removed), huge strings, deep nesting, duplicate keys and non-object
+truncations, every value of the request removed and replaced by two values of
+other types (picked by the generator), huge strings, deep nesting, duplicate keys and non-object
 children.  A well-formed request whose spec became invalid must take the
 InvalidSpec path: every observed child kept.  Part of it runs against the real
 server, which must lose no worker.

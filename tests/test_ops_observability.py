@@ -13,7 +13,6 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from hooks import logs
-from hooks.app import create_app
 from tests.conftest import job_manifest, task
 from tests.servers import hook_server
 from tests.test_ops_auth import REQUEST
