@@ -14,7 +14,7 @@ gunicorn settings chosen here, and why:
   ``request_timeout`` to arrive and be answered is cut off; closing a
   connection never waits on the client — so slow clients cannot pin workers;
 - request line and header sizes at gunicorn's defaults (4094 and 8190 bytes),
-  at most 32 headers: a hook request has a handful of short ones;
+  at most 64 headers: a hook request has a handful (a service mesh adds some);
 - keep-alive 30 s, so Metacontroller reuses connections between syncs;
 - TLS when a certificate is configured; a client CA makes the TLS layer
   verify any client certificate offered, and the app then demands one on the
@@ -87,7 +87,7 @@ def gunicorn_options(settings: Settings, metrics_dir: str | None = None) -> dict
         "keepalive": 30,
         "worker_connections": 256,
         "limit_request_line": 4094,
-        "limit_request_fields": 32,
+        "limit_request_fields": 64,
         "limit_request_field_size": 8190,
         "loglevel": settings.log_level,
         "logger_class": "hooks.logs.GunicornLogger",
