@@ -1,26 +1,36 @@
 """The Flask layer: HTTP in, ``hooks.sync.handle`` in the middle, JSON out.
 
-``gunicorn 'hooks.app:create_app()'`` serves it.  Every error is a JSON body
-with a 4xx/5xx status; an unexpected exception is logged and answered with
-500 while the worker lives on.
+``gunicorn 'hooks.app:create_app()'`` serves it (settings from the
+environment); ``decice-hooks`` passes its validated settings.  Per hook call:
+check the caller (``hooks.auth``), read the body (411 when chunked, 413 before
+reading when it is too large), reconcile, answer with an ETag (304 when
+``If-None-Match`` matches), then one log line and the metrics
+(``hooks.calls``).  Every error is a JSON body with a 4xx/5xx status; an
+unexpected exception is logged and answered with 500 while the worker lives on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
+import time
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
+from hooks import auth, calls, config, logs
+from hooks.metrics import CONTENT_TYPE, Metrics
 from hooks.sync import BadRequest, handle
 from hooks.timeutil import utc_now
 
-DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
-
-log = logging.getLogger("hooks")
+log = logging.getLogger(logs.LOGGER)
+call_log = logging.getLogger(logs.CALL_LOGGER)
+LEVELS = {calls.OK: logging.INFO, calls.NOT_MODIFIED: logging.INFO, calls.REFUSED: logging.WARNING,
+          calls.REJECTED: logging.WARNING, calls.ERROR: logging.ERROR}
 
 
 def json_response(body: Any, status: int = 200) -> Response:
@@ -31,29 +41,129 @@ def error(status: int, reason: str, message: str) -> Response:
     return json_response({"error": reason, "message": message}, status)
 
 
-def create_app(config: dict[str, Any] | None = None, clock: Callable[[], datetime] = utc_now) -> Flask:
-    """App factory; ``clock`` is injectable so tests can fix time."""
-    app = Flask(__name__)
-    app.config["MAX_CONTENT_LENGTH"] = DEFAULT_MAX_BODY_BYTES
-    app.config.update(config or {})
+def http_error(exc: HTTPException) -> Response:
+    response = error(exc.code or 500, type(exc).__name__, exc.description or "")
+    if exc.code == 405 and exc.valid_methods:
+        response.headers["Allow"] = ", ".join(exc.valid_methods)
+    return response
 
-    def hook(finalizing: bool) -> Response:
+
+def etag_of(data: bytes) -> str:
+    """A strong validator: 128 bits of the answer's SHA-256."""
+    return '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
+
+
+def etag_matches(header: str | None, etag: str) -> bool:
+    if not header:
+        return False
+    return any(candidate.strip().removeprefix("W/") in (etag, "*") for candidate in header.split(","))
+
+
+class Answer(NamedTuple):
+    response: Response
+    outcome: str
+    reason: str | None = None
+    body: Any = None
+    result: dict | None = None
+
+
+def rejected(status: int, reason: str, message: str, body: Any = None) -> Answer:
+    return Answer(error(status, reason, message), calls.REJECTED, reason, body)
+
+
+def create_app(
+    config_overrides: dict[str, Any] | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    settings: config.Settings | None = None,
+) -> Flask:
+    """App factory; ``clock`` is injectable so tests can fix time.  Without ``settings`` they
+    come from the ``DECICE_HOOKS_*`` environment (ConfigError if invalid)."""
+    settings = settings or config.from_sources({}, os.environ)
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.config.update(config_overrides or {})
+    tokens = auth.TokenFile(settings.auth_token_file) if settings.auth_token_file else None
+    policy = settings.policy
+    metrics = Metrics()
+
+    def authorize() -> Answer | None:
+        """None when the caller may call the hooks."""
+        if settings.tls_client_ca_file and not auth.client_certificate(request.environ):
+            return rejected(401, "ClientCertificateRequired", "a client certificate signed by the configured CA is required")
+        if tokens is None:
+            return None
+        try:
+            accepted = tokens.tokens()
+        except auth.TokenError as exc:
+            log.error("cannot check bearer tokens: %s", exc)
+            return Answer(error(503, "AuthUnavailable", "the hook cannot check credentials; see its log"),
+                          calls.ERROR, "AuthUnavailable")
+        if not auth.token_accepted(auth.bearer_token(request.headers.get("Authorization")), accepted):
+            answer = rejected(401, "Unauthorized", "missing or invalid bearer token")
+            answer.response.headers["WWW-Authenticate"] = 'Bearer realm="decice-hooks"'
+            return answer
+        return None
+
+    def answer(finalizing: bool) -> Answer:
+        if (denied := authorize()) is not None:
+            return denied
+        if "chunked" in request.headers.get("Transfer-Encoding", "").lower():
+            # Metacontroller always sends a length; without one the size limit cannot be checked up front.
+            return rejected(411, "LengthRequired", "a hook request must carry Content-Length, not a chunked body")
         try:
             body = orjson.loads(request.get_data(cache=False))
         except orjson.JSONDecodeError as exc:
-            return error(400, "MalformedJSON", f"request body is not valid JSON: {exc}")
+            return rejected(400, "MalformedJSON", f"request body is not valid JSON: {exc}")
+        except HTTPException as exc:
+            return Answer(http_error(exc), calls.REJECTED, type(exc).__name__)
         try:
-            return json_response(handle(body, clock(), finalizing))
+            result = handle(body, clock(), finalizing, policy)
+            data = orjson.dumps(result)
         except BadRequest as exc:
-            return error(400, "BadRequest", str(exc))
+            return rejected(400, "BadRequest", str(exc), body)
+        except orjson.JSONEncodeError as exc:
+            return rejected(400, "BadRequest", f"the answer to this request cannot be encoded: {exc}", body)
+        except Exception:
+            log.exception("unexpected error handling %s %s", request.method, request.path)
+            return Answer(error(500, "InternalError", "the hook failed unexpectedly; see the hook server's log"),
+                          calls.ERROR, "InternalError", body)
+        reason = calls.refusal(result)
+        outcome = calls.REFUSED if reason else calls.OK
+        if not settings.etag:
+            return Answer(Response(data, mimetype="application/json"), outcome, reason, body, result)
+        etag = etag_of(data)
+        if etag_matches(request.headers.get("If-None-Match"), etag):
+            response = Response(status=304, headers={"ETag": etag})
+            return Answer(response, outcome if reason else calls.NOT_MODIFIED, reason, body, result)
+        return Answer(Response(data, mimetype="application/json", headers={"ETag": etag}), outcome, reason, body, result)
+
+    def hook(name: str, finalizing: bool) -> Response:
+        started = time.perf_counter()
+        request_id = logs.request_id(request.headers.get(logs.REQUEST_ID_HEADER))
+        result = answer(finalizing)
+        call = calls.Call(
+            hook=name,
+            request_id=request_id,
+            status=result.response.status_code,
+            outcome=result.outcome,
+            reason=result.reason,
+            duration=time.perf_counter() - started,
+            parent=calls.parent_of(result.body),
+            children=len(result.result["children"]) if result.result else None,
+            phase=calls.phase_of(result.result) if result.result else None,
+        )
+        metrics.record(call)
+        call_log.log(LEVELS[call.outcome], "hook call", extra={"fields": call.fields()})
+        result.response.headers[logs.REQUEST_ID_HEADER] = request_id
+        return result.response
 
     @app.post("/sync")
     def sync() -> Response:
-        return hook(finalizing=False)
+        return hook("sync", finalizing=False)
 
     @app.post("/finalize")
     def finalize() -> Response:
-        return hook(finalizing=True)
+        return hook("finalize", finalizing=True)
 
     @app.get("/healthz")
     def healthz() -> Response:
@@ -63,12 +173,13 @@ def create_app(config: dict[str, Any] | None = None, clock: Callable[[], datetim
     def readyz() -> Response:
         return json_response({"status": "ready"})
 
+    @app.get("/metrics")
+    def metrics_endpoint() -> Response:
+        return Response(metrics.exposition(), mimetype=None, content_type=CONTENT_TYPE)
+
     @app.errorhandler(HTTPException)
-    def http_error(exc: HTTPException) -> Response:
-        response = error(exc.code or 500, type(exc).__name__, exc.description or "")
-        if exc.code == 405 and exc.valid_methods:
-            response.headers["Allow"] = ", ".join(exc.valid_methods)
-        return response
+    def on_http_error(exc: HTTPException) -> Response:
+        return http_error(exc)
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:

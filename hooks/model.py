@@ -112,6 +112,7 @@ class Task:
     depends_on: tuple[str, ...] = ()
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    service_account_name: str | None = None
     role: str | None = None
     model: str | None = None
     dataset: str | None = None
@@ -506,6 +507,7 @@ class TaskSchema(_Strict):
     dependsOn = fields.List(fields.String(), load_default=list)
     labels = _string_map(LABEL_VALUE_MAX)
     annotations = _string_map(ANNOTATION_VALUE_MAX)
+    serviceAccountName = fields.String(validate=validate.Regexp(_DNS_SUBDOMAIN, error="must be a service account name"))
     role = fields.String(validate=validate.OneOf(SEDNA_ROLES))
     model = fields.String(validate=_object_name("a Sedna Model"))
     dataset = fields.String(validate=_object_name("a Sedna Dataset"))
@@ -529,6 +531,7 @@ class TaskSchema(_Strict):
             depends_on=tuple(data["dependsOn"]),
             labels=data["labels"],
             annotations=data["annotations"],
+            service_account_name=data.get("serviceAccountName"),
             role=data.get("role"),
             model=data.get("model"),
             dataset=data.get("dataset"),

@@ -131,6 +131,8 @@ def pod_template(job: DeciceJob, task: Task, env: list[dict[str, Any]] | None = 
         spec["nodeSelector"] = dict(task.placement.node_selector)
     if task.placement.tolerations:
         spec["tolerations"] = [dict(t) for t in task.placement.tolerations]
+    if task.service_account_name:
+        spec["serviceAccountName"] = task.service_account_name
     if job.spec.scheduler_name:
         spec["schedulerName"] = job.spec.scheduler_name
     if job.spec.priority_class_name:

@@ -1,24 +1,57 @@
-"""``decice-hooks``: the hook service under gunicorn, with defaults fit for production.
+"""``decice-hooks``: the hook service under gunicorn, with settings fit for production.
 
 Settings come from flags or ``DECICE_HOOKS_*`` environment variables (flags
-win).  The work is CPU-bound JSON, so the defaults are one process per core
-with a few threads each.
+win; ``hooks.config`` has the table) and are validated before anything starts:
+a bad value ends the process with status 2 and one line on stderr.  The work
+is CPU-bound JSON, so the defaults are a few processes with a few threads
+each.  ``--check-config`` prints the effective settings; ``--healthcheck``
+asks the running server's ``/healthz`` (the image's HEALTHCHECK).
+
+gunicorn settings chosen here, and why:
+
+- ``hooks.worker.HookWorker`` (gthread, hardened): idle connections wait in
+  the event loop, not in a thread; a request that takes longer than
+  ``request_timeout`` to arrive and be answered is cut off; closing a
+  connection never waits on the client — so slow clients cannot pin workers;
+- request line and header sizes at gunicorn's defaults (4094 and 8190 bytes),
+  at most 64 headers: a hook request has a handful (a service mesh adds some);
+- keep-alive 30 s, so Metacontroller reuses connections between syncs;
+- TLS when a certificate is configured; a client CA makes the TLS layer
+  verify any client certificate offered, and the app then demands one on the
+  hook paths (``hooks.auth.client_certificate``), leaving probes and metrics
+  reachable by the kubelet and Prometheus;
+- metrics: a fresh ``PROMETHEUS_MULTIPROC_DIR`` in the temporary directory
+  before any worker starts, dead workers marked (``child_exit``), the
+  directory removed on exit;
+- no access log (each hook call is one structured line from the app), no
+  control socket (nothing may be written outside the temporary directory).
 """
 
 from __future__ import annotations
 
-import argparse
+import json
 import os
+import shutil
+import ssl
 import sys
+import tempfile
+import urllib.request
 from typing import Any, Sequence
 
 from gunicorn.app.base import BaseApplication
 
-DEFAULTS = {"bind": "0.0.0.0:8080", "workers": 2, "threads": 4, "timeout": 30}
+from hooks import config, logs
+from hooks.config import ConfigError, Settings
+
+METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
 
 class HookServer(BaseApplication):
-    def __init__(self, options: dict[str, Any]):
+    """gunicorn, configured from ``options`` only (it reads no config file or argv of its own)."""
+
+    def __init__(self, settings: Settings, options: dict[str, Any]):
+        self.settings = settings
         self.options = options
         super().__init__()
 
@@ -29,41 +62,106 @@ class HookServer(BaseApplication):
     def load(self) -> Any:
         from hooks.app import create_app
 
-        return create_app()
+        return create_app(settings=self.settings)
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _child_exit(_arbiter: Any, worker: Any) -> None:
+    from hooks.metrics import mark_process_dead
+
+    mark_process_dead(worker.pid)
 
 
-def options(argv: Sequence[str] | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
-    env = dict(os.environ if env is None else env)
-    parser = argparse.ArgumentParser(prog="decice-hooks", description="Serve the DeciceJob Metacontroller hooks.")
-    parser.add_argument("--bind", default=env.get("DECICE_HOOKS_BIND", DEFAULTS["bind"]), help="HOST:PORT")
-    parser.add_argument("--workers", type=_positive, default=env.get("DECICE_HOOKS_WORKERS", DEFAULTS["workers"]))
-    parser.add_argument("--threads", type=_positive, default=env.get("DECICE_HOOKS_THREADS", DEFAULTS["threads"]))
-    parser.add_argument("--timeout", type=_positive, default=env.get("DECICE_HOOKS_TIMEOUT", DEFAULTS["timeout"]))
-    args = parser.parse_args(argv)
-    try:
-        values = {k: _positive(str(getattr(args, k))) for k in ("workers", "threads", "timeout")}
-    except (ValueError, argparse.ArgumentTypeError) as exc:
-        parser.error(f"invalid setting: {exc}")
-    return {
-        "bind": args.bind,
-        **values,
-        "worker_tmp_dir": "/tmp",
-        "accesslog": None,
+def _worker_ready(worker: Any) -> None:
+    worker.log.info("Worker ready (pid: %s)", worker.pid)
+
+
+def gunicorn_options(settings: Settings, metrics_dir: str | None = None) -> dict[str, Any]:
+    """The gunicorn settings for ``settings`` (see the module docstring for the choices)."""
+    options: dict[str, Any] = {
+        "bind": [settings.bind],
+        "workers": settings.workers,
+        "threads": settings.threads,
+        "worker_class": "hooks.worker.HookWorker",
+        "timeout": settings.timeout,
         "graceful_timeout": 20,
         "keepalive": 30,
+        "worker_connections": 256,
+        "limit_request_line": 4094,
+        "limit_request_fields": 64,
+        "limit_request_field_size": 8190,
+        "loglevel": settings.log_level,
+        "logger_class": "hooks.logs.GunicornLogger",
+        "errorlog": "-",
+        "accesslog": None,
+        "proc_name": "decice-hooks",
+        "control_socket_disable": True,
+        "post_worker_init": _worker_ready,
+        "child_exit": _child_exit,
     }
+    if metrics_dir is not None:
+        options["on_exit"] = lambda _arbiter: shutil.rmtree(metrics_dir, ignore_errors=True)
+    if settings.tls:
+        options.update(certfile=settings.tls_cert_file, keyfile=settings.tls_key_file)
+        if settings.tls_client_ca_file:
+            options.update(ca_certs=settings.tls_client_ca_file, cert_reqs=ssl.CERT_OPTIONAL)
+    return options
+
+
+def healthcheck(settings: Settings, timeout: float = 4.0) -> int:
+    """0 when the server at ``settings.bind`` answers ``/healthz`` with 200 (over loopback for a
+    wildcard address; TLS without verifying the certificate: this checks liveness, not identity)."""
+    if settings.bind.startswith("unix:"):
+        print("decice-hooks: --healthcheck needs a TCP bind address", file=sys.stderr)
+        return EXIT_FAILED
+    host, _, port = settings.bind.rpartition(":")
+    host = host.strip("[]")
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    scheme = "https" if settings.tls else "http"
+    context = None
+    if settings.tls:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    url = f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout, context=context) as response:
+            return EXIT_OK if response.status == 200 else EXIT_FAILED
+    except OSError as exc:
+        print(f"decice-hooks: {url}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    HookServer(options(argv)).run()
-    sys.exit(0)
+    parser = config.parser()
+    parser.add_argument("--check-config", action="store_true",
+                        help="Validate the settings, print them as JSON and exit.")
+    parser.add_argument("--healthcheck", action="store_true",
+                        help="Ask the running server's /healthz; exit 0 when healthy, 1 otherwise.")
+    args = parser.parse_args(argv)
+    try:
+        settings = config.from_sources(vars(args), os.environ)
+    except ConfigError as exc:
+        print(f"decice-hooks: invalid setting: {exc}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    if args.healthcheck:
+        sys.exit(healthcheck(settings))
+    if args.check_config:
+        print(json.dumps(settings.public(), indent=2))
+        sys.exit(EXIT_OK)
+
+    logs.configure(settings.log_level, settings.log_format)
+    try:
+        metrics_dir = tempfile.mkdtemp(prefix="decice-hooks-metrics-")
+    except OSError as exc:
+        print(f"decice-hooks: cannot create the metrics directory in {tempfile.gettempdir()}: {exc}", file=sys.stderr)
+        sys.exit(EXIT_FAILED)
+    # Before any worker imports prometheus_client: it picks multiprocess mode at import time.
+    os.environ[METRICS_DIR_ENV] = metrics_dir
+    try:
+        HookServer(settings, gunicorn_options(settings, metrics_dir)).run()
+    finally:
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+    sys.exit(EXIT_OK)
 
 
 if __name__ == "__main__":

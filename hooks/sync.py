@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Mapping
 
-from hooks import names, status
+from hooks import guard, names, status
 from hooks.model import DeciceJob, InvalidSpec, Task, parse_job
 from hooks.policy import DEFAULT_POLICY, Policy
 from hooks.runtimes import RUNTIMES
@@ -188,6 +188,7 @@ def reconcile(
     desired += desired_claims(job)
     for runtime, runtime_tasks in groups.items():
         desired += RUNTIMES[runtime].desired(job, runtime_tasks, children, observations[runtime], plan, now, policy)
+    guard.enforce(job, desired, managed, policy)
 
     response: dict[str, Any] = {
         "status": status.render(job, decision, tasks, volume_status(job, children), previous, now),
@@ -210,12 +211,15 @@ def handle(body: Any, now: datetime, finalizing: bool = False, policy: Policy = 
         generation = request.parent["metadata"].get("generation")
         generation = generation if isinstance(generation, int) and not isinstance(generation, bool) else None
         return refuse(request, "InvalidSpec", "; ".join(exc.errors), generation, now)
-    return reconcile(job, request, now, frozenset(request.children), policy)
+    try:
+        return reconcile(job, request, now, frozenset(request.children), policy)
+    except guard.PolicyViolation as exc:
+        return refuse(request, guard.REASON, "; ".join(exc.errors), job.generation, now)
 
 
 def render(obj: Any, now: datetime, policy: Policy = DEFAULT_POLICY) -> list[dict]:
     """The children the hooks would create first for the DeciceJob ``obj`` (nothing observed).
-    Raises InvalidSpec for an invalid job."""
+    Raises InvalidSpec for an invalid job (PolicyViolation, a subclass, for a forbidden one)."""
     job = parse_job(obj)
     if reason := _unavailable(job, _groups(job), None):
         raise InvalidSpec([reason])

@@ -3,55 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 
 import pytest
 
 from tests.conftest import job_manifest, task
-from tests.driver import ROOT, Cluster, Controller, HTTPTransport, Kubelet
+from tests.driver import Cluster, Controller, HTTPTransport, Kubelet
 from tests.helpers import phase
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.servers import hook_server
 
 
 @pytest.fixture(scope="module")
-def server():
-    port = free_port()
-    env = dict(os.environ, DECICE_HOOKS_WORKERS="2", DECICE_HOOKS_THREADS="2")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from hooks.server import main; main()", "--bind", f"127.0.0.1:{port}"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/healthz", timeout=1) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"hook server did not start: {proc.stdout.read().decode()[-2000:]}")
-            time.sleep(0.1)
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
+def server(tmp_path_factory):
+    with hook_server(tmp_path_factory.mktemp("gunicorn"), env={"DECICE_HOOKS_WORKERS": "2",
+                                                               "DECICE_HOOKS_THREADS": "2"}) as running:
+        yield running.url
 
 
 def raw_post(url: str, body: bytes, headers: dict | None = None) -> tuple[int, bytes]:
