@@ -577,17 +577,17 @@ class _Handler(BaseHTTPRequestHandler):
         the watch needs has been compacted away."""
         while True:
             with store.changed:
-                if cursor < store.compacted:
-                    expired = ApiStatus(410, f"too old resource version: {cursor} ({store.compacted})")
-                    yield [Event(0, "ERROR", expired.body())]
-                    return
+                compacted = store.compacted
                 fresh = [e for e in store.events if e.revision > cursor]
-                if not fresh:
+                if cursor >= compacted and not fresh:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0 or store.closed:
                         return
                     store.changed.wait(min(remaining, 0.1))
                     continue
+            if cursor < compacted:
+                yield [Event(0, "ERROR", ApiStatus(410, f"too old resource version: {cursor} ({compacted})").body())]
+                return
             cursor = fresh[-1].revision
             yield fresh
 
