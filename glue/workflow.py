@@ -28,6 +28,7 @@ TASK_TYPES = (JOB, DEPLOYMENT, HPC_JOB, K8S_RESOURCE)
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUANTITY = re.compile(QUANTITY_PATTERN)
 _PLAIN_NUMBER = re.compile(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)$")
 _SHELL_SYNTAX = frozenset("|&;<>()`$")
@@ -284,6 +285,23 @@ def _reserved(where: str, keys: Mapping[str, str], errors: list[str]) -> None:
         errors.append(f"{where}[{key}]: reserved, set by the glue or the hooks")
 
 
+def _depends_on(where: str, task: dict, workflow: dict, task_names: dict[str, str], invalid: list[str],
+                unsupported: list[str]) -> list[str]:
+    """The task's dependencies (DECICE task ids) as translated task names, each once."""
+    kinds = {t["id"]: t["type"] for t in workflow["tasks"]}
+    depends_on: list[str] = []
+    for j, dep in enumerate(task.get("dependencies") or []):
+        if dep == task["id"]:
+            invalid.append(f"{where}.dependencies[{j}]: a task cannot depend on itself")
+        elif kinds.get(dep) == K8S_RESOURCE:
+            unsupported.append(f"{where}.dependencies[{j}]: {dep}: is a k8s_resource task, which is not supported")
+        elif dep not in task_names:
+            invalid.append(f"{where}.dependencies[{j}]: {dep}: no such task")
+        elif task_names[dep] not in depends_on:
+            depends_on.append(task_names[dep])
+    return depends_on
+
+
 def _task(
     i: int, task: dict, workflow: dict, task_names: dict[str, str], nodes: dict[str, list[str]],
     volume: dict | None, invalid: list[str], unsupported: list[str],
@@ -325,17 +343,7 @@ def _task(
         out["volumeMounts"] = [{"volume": naming.WORK_VOLUME, "mountPath": naming.WORK_MOUNT_PATH}]
     if task["id"] in nodes:
         out["placement"] = {"nodes": list(nodes[task["id"]])}
-    depends_on: list[str] = []
-    for j, dep in enumerate(task.get("dependencies") or []):
-        if dep == task["id"]:
-            invalid.append(f"{where}.dependencies[{j}]: a task cannot depend on itself")
-        elif dep not in task_names:
-            kinds = {t["id"]: t["type"] for t in workflow["tasks"]}
-            reason = "is a k8s_resource task, which is not supported" if kinds.get(dep) == K8S_RESOURCE else "no such task"
-            (unsupported if dep in kinds else invalid).append(f"{where}.dependencies[{j}]: {dep}: {reason}")
-        elif task_names[dep] not in depends_on:
-            depends_on.append(task_names[dep])
-    if depends_on:
+    if depends_on := _depends_on(where, task, workflow, task_names, invalid, unsupported):
         out["dependsOn"] = depends_on
     labels, annotations = task.get("labels") or {}, task.get("annotations") or {}
     _reserved(f"{where}.labels", labels, invalid)
@@ -364,7 +372,7 @@ def translate(workflow: Mapping[str, Any], schedule: Mapping[str, Any] | None = 
 
     Raises :class:`InvalidWorkflow` listing every problem, or :class:`UnsupportedWorkflow` when
     the workflow is valid but asks for something a DeciceJob cannot express."""
-    if not isinstance(namespace, str) or len(namespace) > 63 or not re.match(names.DNS_LABEL_PATTERN, namespace):
+    if not isinstance(namespace, str) or len(namespace) > 63 or not _NAMESPACE.match(namespace):
         raise InvalidInput([f"namespace: {namespace!r} is not a namespace name"])
     loaded = _load(WorkflowSchema(), workflow, "workflow")
     invalid: list[str] = []

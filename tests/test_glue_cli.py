@@ -227,3 +227,13 @@ def test_the_module_entry_point(kubeconfig: Path, standin, submitted):
                              "--updates", "-o", "yaml"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
     assert yaml.safe_load(result.stdout)["statuses"][0] == {"task_id": uid(1), "status": "PENDING", "detail": None}
+
+
+def test_glue_exports_its_names_lazily():
+    code = ("import sys, glue\n"
+            "print('kubernetes' in sys.modules, 'marshmallow' in sys.modules)\n"
+            "from glue import translate, task_statuses, InvalidWorkflow, NotFound\n"
+            "print('kubernetes' in sys.modules)\n"
+            "print(all(getattr(glue, name) is not None for name in glue.__all__), 'kubernetes' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.stdout.split() == ["False", "False", "False", "True", "True"], result.stderr
