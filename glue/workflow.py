@@ -20,7 +20,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 from glue import naming
 from glue.errors import InvalidInput, InvalidWorkflow, UnsupportedWorkflow
 from hooks import names
-from hooks.model import ACCESS_MODES, QUANTITY_PATTERN, EnvVarSchema, InvalidSpec, Quantity, _flatten, parse_job
+from hooks.model import ACCESS_MODES, QUANTITY_PATTERN, EnvVarSchema, InvalidSpec, Quantity, error_lines, parse_job
 
 JOB, DEPLOYMENT, HPC_JOB, K8S_RESOURCE = "job", "deployment", "hpc_job", "k8s_resource"
 TASK_TYPES = (JOB, DEPLOYMENT, HPC_JOB, K8S_RESOURCE)
@@ -200,7 +200,7 @@ def _load(schema: Schema, data: Any, what: str) -> dict:
     try:
         return schema.load(data)
     except ValidationError as exc:
-        raise InvalidWorkflow(sorted(_flatten(exc.messages, "" if what == "workflow" else what))) from None
+        raise InvalidWorkflow(sorted(error_lines(exc.messages, "" if what == "workflow" else what))) from None
 
 
 # --- translation ---------------------------------------------------------------
