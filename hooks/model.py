@@ -762,18 +762,18 @@ def cross_field_errors(job_name: str, spec: JobSpec) -> list[str]:
 # --- entry point ------------------------------------------------------------------
 
 
-def _flatten(messages: Any, path: str) -> list[str]:
+def error_lines(messages: Any, path: str) -> list[str]:
     """marshmallow's nested error dict as 'path: message' lines."""
     if isinstance(messages, Mapping):
         out: list[str] = []
         for key, value in messages.items():
             sub = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
-            out.extend(_flatten(value, sub))
+            out.extend(error_lines(value, sub))
         return out
     if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
         return [f"{path}: {m}" for m in messages]
     if isinstance(messages, list):
-        return [line for m in messages for line in _flatten(m, path)]
+        return [line for m in messages for line in error_lines(m, path)]
     return [f"{path}: {messages}"]
 
 
@@ -789,7 +789,7 @@ def parse_spec(job_name: str, spec: Any) -> JobSpec:
     try:
         parsed = _SPEC_SCHEMA.load(spec)
     except ValidationError as exc:
-        raise InvalidSpec(sorted(_flatten(exc.messages, "spec"))) from None
+        raise InvalidSpec(sorted(error_lines(exc.messages, "spec"))) from None
     if errors := cross_field_errors(job_name, parsed):
         raise InvalidSpec(errors)
     return parsed
@@ -802,7 +802,7 @@ def parse_job(obj: Any) -> DeciceJob:
     try:
         meta = _METADATA_SCHEMA.load(obj.get("metadata") or {})
     except ValidationError as exc:
-        raise InvalidSpec(sorted(_flatten(exc.messages, "metadata"))) from None
+        raise InvalidSpec(sorted(error_lines(exc.messages, "metadata"))) from None
     spec = parse_spec(meta["name"], obj.get("spec"))
     return DeciceJob(
         name=meta["name"], namespace=meta["namespace"], spec=spec, uid=meta["uid"], generation=meta["generation"]
