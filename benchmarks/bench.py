@@ -244,23 +244,25 @@ def throughput_python(server: Server, concurrency: int, seconds: float) -> dict[
     }
 
 
-def memory(server: Server, syncs: int, connections: int = 4) -> dict[str, Any]:
-    """RSS of every worker after a warm-up (small and large syncs) and after ``syncs`` more,
-    sent over several connections so that every worker gets its share."""
+def memory(server: Server, syncs: int, connections: int = 8, warmup: int = 1000) -> dict[str, Any]:
+    """RSS of every worker after a warm-up and after ``syncs`` more, the same mix both times:
+    small syncs with a 1,000-replica one every 100th, over several connections so that every
+    worker gets its share (the warm-up lets each worker's heap reach its working size)."""
     small = small_body()
     large = orjson.dumps(sync_request(1000))
     conns = [server.connection() for _ in range(connections)]
 
-    def post(i: int, data: bytes) -> None:
+    def post(i: int) -> None:
         conn = conns[i % connections]
-        conn.request("POST", "/sync", body=data, headers={"Content-Type": "application/json"})
+        conn.request("POST", "/sync", body=large if i % 100 == 0 else small,
+                     headers={"Content-Type": "application/json"})
         conn.getresponse().read()
 
-    for i in range(200):
-        post(i, large if i % 20 == 0 else small)
+    for i in range(warmup):
+        post(i)
     before = {pid: rss_kib(pid) for pid in server.worker_pids()}
     for i in range(syncs):
-        post(i, large if i % 100 == 0 else small)
+        post(i)
     for conn in conns:
         conn.close()
     after = {pid: rss_kib(pid) for pid in server.worker_pids()}
@@ -314,12 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--syncs", type=int, default=10_000)
+    parser.add_argument("--warmup", type=int, default=1000, help="syncs before the first RSS reading")
     parser.add_argument("--render-replicas", type=int, default=1000)
     parser.add_argument("--quick", action="store_true", help="tiny sizes and durations (a smoke run)")
     parser.add_argument("--json", help="also write the raw results to this file")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.repeats, args.seconds, args.syncs, args.render_replicas = "5,20", 3, 1, 200, 20
+        args.warmup = 100
         args.concurrency = min(args.concurrency, 8)
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -334,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             results["throughput"] = throughput_wrk(server, args.concurrency, args.seconds)
         else:
             results["throughput"] = throughput_python(server, args.concurrency, args.seconds)
-        results["memory"] = memory(server, args.syncs)
+        results["memory"] = memory(server, args.syncs, warmup=args.warmup)
     finally:
         server.stop()
     results["render"] = render_time(args.render_replicas, 3 if args.quick else 7)

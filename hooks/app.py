@@ -48,6 +48,23 @@ def http_error(exc: HTTPException) -> Response:
     return response
 
 
+def request_body() -> bytes:
+    """The request body, read as one piece of Content-Length bytes.
+
+    werkzeug's ``get_data`` reads 64 KiB at a time, and each such read makes gunicorn copy
+    what it has buffered: quadratic in the body size, a tenth of the time of a large sync.
+    ``request.stream`` still refuses a body over MAX_CONTENT_LENGTH (413) before reading it."""
+    stream = request.stream
+    remaining = request.content_length or 0
+    if not remaining:
+        return stream.read()
+    chunks = []
+    while remaining > 0 and (chunk := stream.read(remaining)):
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def etag_of(data: bytes) -> str:
     """A strong validator: 128 bits of the answer's SHA-256."""
     return '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
@@ -112,7 +129,7 @@ def create_app(
             # Metacontroller always sends a length; without one the size limit cannot be checked up front.
             return rejected(411, "LengthRequired", "a hook request must carry Content-Length, not a chunked body")
         try:
-            body = orjson.loads(request.get_data(cache=False))
+            body = orjson.loads(request_body())
         except orjson.JSONDecodeError as exc:
             return rejected(400, "MalformedJSON", f"request body is not valid JSON: {exc}")
         except HTTPException as exc:
