@@ -10,10 +10,12 @@ entries, tolerations) stay plain dicts.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+import orjson
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validate
 
 from hooks import names
@@ -777,11 +779,17 @@ def error_lines(messages: Any, path: str) -> list[str]:
     return [f"{path}: {messages}"]
 
 
+# Schema instances are reused: building one deep-copies every declared field, which costs
+# more than loading a typical spec.  Loading keeps no state in the instance.
+_SPEC_SCHEMA = JobSpecSchema()
+_METADATA_SCHEMA = MetadataSchema()
+
+
 def parse_spec(job_name: str, spec: Any) -> JobSpec:
     if not isinstance(spec, Mapping):
         raise InvalidSpec(["spec: must be an object"])
     try:
-        parsed = JobSpecSchema().load(spec)
+        parsed = _SPEC_SCHEMA.load(spec)
     except ValidationError as exc:
         raise InvalidSpec(sorted(error_lines(exc.messages, "spec"))) from None
     if errors := cross_field_errors(job_name, parsed):
@@ -794,10 +802,38 @@ def parse_job(obj: Any) -> DeciceJob:
     if not isinstance(obj, Mapping):
         raise InvalidSpec(["parent: must be an object"])
     try:
-        meta = MetadataSchema().load(obj.get("metadata") or {})
+        meta = _METADATA_SCHEMA.load(obj.get("metadata") or {})
     except ValidationError as exc:
         raise InvalidSpec(sorted(error_lines(exc.messages, "metadata"))) from None
     spec = parse_spec(meta["name"], obj.get("spec"))
     return DeciceJob(
         name=meta["name"], namespace=meta["namespace"], spec=spec, uid=meta["uid"], generation=meta["generation"]
     )
+
+
+def memoized_parser(size: int = 512) -> Callable[[Any], DeciceJob]:
+    """``parse_job`` remembering its last ``size`` answers, for one hook server.
+
+    Metacontroller sends the same generation of a parent again on every change of its
+    children; validating its spec again would be most of the cost of a small sync.  The key
+    is everything ``parse_job`` reads (the parent's identity and its spec, as JSON), so a
+    changed spec is always parsed afresh; invalid specs are not remembered."""
+    import orjson
+
+    @functools.lru_cache(maxsize=size)
+    def parse_key(key: bytes) -> DeciceJob:
+        return parse_job(orjson.loads(key))
+
+    def parse(obj: Any) -> DeciceJob:
+        meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+        if not isinstance(meta, Mapping):
+            return parse_job(obj)
+        identity = {k: meta[k] for k in ("name", "namespace", "uid", "generation") if k in meta}
+        try:
+            key = orjson.dumps({"metadata": identity, "spec": obj.get("spec")})
+        except TypeError:
+            return parse_job(obj)
+        return parse_key(key)
+
+    return parse
+

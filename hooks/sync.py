@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from hooks import guard, names, status
 from hooks.model import DeciceJob, InvalidSpec, Task, parse_job
@@ -201,12 +201,16 @@ def reconcile(
     return response
 
 
-def handle(body: Any, now: datetime, finalizing: bool = False, policy: Policy = DEFAULT_POLICY) -> dict:
+def handle(
+    body: Any, now: datetime, finalizing: bool = False, policy: Policy = DEFAULT_POLICY,
+    parse: Callable[[Any], DeciceJob] = parse_job,
+) -> dict:
     """The hook: a decoded request body → the response body.  Raises BadRequest for a body
-    that is not a hook request; an invalid DeciceJob is answered, not raised."""
+    that is not a hook request; an invalid DeciceJob is answered, not raised.  ``parse`` may
+    be a memoized ``parse_job`` (the hook server's)."""
     request = parse_request(body, finalizing)
     try:
-        job = parse_job(request.parent)
+        job = parse(request.parent)
     except InvalidSpec as exc:
         generation = request.parent["metadata"].get("generation")
         generation = generation if isinstance(generation, int) and not isinstance(generation, bool) else None

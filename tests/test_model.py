@@ -76,3 +76,23 @@ def test_invalid(manifest, fragment):
     with pytest.raises(InvalidSpec) as caught:
         parse_job(manifest)
     assert fragment in str(caught.value)
+
+
+def test_memoized_parser_agrees_with_parse_job_and_sees_every_change():
+    from hooks.model import memoized_parser
+
+    parse = memoized_parser(size=4)
+    manifest = job_manifest(tasks=[task("a", replicas=2)])
+    first = parse(manifest)
+    assert first == parse_job(manifest)
+    assert parse(job_manifest(tasks=[task("a", replicas=2)])) is first, "the same parent is parsed once"
+    changed = job_manifest(tasks=[task("a", replicas=3)])
+    assert parse(changed).spec.tasks[0].replicas == 3
+    renamed = job_manifest(name="other", tasks=[task("a", replicas=2)])
+    assert parse(renamed).name == "other"
+    bad = job_manifest(tasks=[task("a", replicas=0)])
+    for _ in range(2):
+        with pytest.raises(InvalidSpec):
+            parse(bad)
+    with pytest.raises(InvalidSpec):
+        parse("not a parent")

@@ -10,9 +10,8 @@ Only the fields of observed pods listed in ``PodView`` are read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, NamedTuple
 
 from hooks import names, podtemplate
 from hooks.model import DeciceJob, Task
@@ -41,9 +40,9 @@ BACKOFF_MAX_SECONDS = 360
 
 
 
-@dataclass(frozen=True)
-class PodView:
-    """The fields of an observed Pod the hook needs, read defensively."""
+class PodView(NamedTuple):
+    """The fields of an observed Pod the hook needs, read defensively.  (A named tuple: one is
+    built per observed pod per sync, and that is several times cheaper than a dataclass.)"""
 
     name: str
     task: str
@@ -52,7 +51,6 @@ class PodView:
     phase: str
     ready: bool
     node: str | None
-    created: datetime | None
     finished: datetime | None
     restarts: int
     disruption: str | None
@@ -64,15 +62,21 @@ class PodView:
         return self.phase in ACTIVE_PHASES
 
 
-def _condition(status: dict, kind: str) -> dict:
-    return next((c for c in as_list(status.get("conditions")) if isinstance(c, dict) and c.get("type") == kind), {})
+POD_PHASES = frozenset({"Pending", "Running", "Succeeded", "Failed", "Unknown"})
 
 
-def _stuck(name: str, task: str, meta: dict, status: dict, phase: str) -> Stuck | None:
-    """Why an active pod cannot make progress, if it cannot."""
-    if phase not in ("Pending", "Running"):
-        return None
-    scheduled = _condition(status, "PodScheduled")
+def _conditions(status: dict) -> dict[str, dict]:
+    """The pod's conditions by type."""
+    by_type = {}
+    for cond in as_list(status.get("conditions")):
+        if isinstance(cond, dict):
+            by_type[cond.get("type")] = cond
+    return by_type
+
+
+def _stuck(name: str, task: str, meta: dict, status: dict, conditions: dict[str, dict]) -> Stuck | None:
+    """Why a pod that is not running ready cannot make progress, if it cannot."""
+    scheduled = conditions.get("PodScheduled", {})
     if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
         since = parse_time(scheduled.get("lastTransitionTime")) or parse_time(meta.get("creationTimestamp"))
         return Stuck(name, task, "Unschedulable", str(scheduled.get("message", "")), since)
@@ -84,7 +88,7 @@ def _stuck(name: str, task: str, meta: dict, status: dict, phase: str) -> Stuck 
     return None
 
 
-def _termination(status: dict) -> tuple[datetime | None, str]:
+def _termination(status: dict, conditions: dict[str, dict]) -> tuple[datetime | None, str]:
     """When a terminated pod finished, and a short failure description."""
     finished: datetime | None = None
     detail = ""
@@ -104,48 +108,60 @@ def _termination(status: dict) -> tuple[datetime | None, str]:
     if status.get("reason"):
         detail = f"{status['reason']}: {status.get('message', '')}".rstrip(": ")
     if finished is None:
-        finished = parse_time(_condition(status, "Ready").get("lastTransitionTime"))
+        finished = parse_time(conditions.get("Ready", {}).get("lastTransitionTime"))
     return finished, detail
 
 
-def pod_view(obj: Any) -> PodView | None:
-    """An observed Pod as a PodView, or None when it does not carry our slot labels."""
+def _disruption(status: dict, conditions: dict[str, dict]) -> str | None:
+    if status.get("reason") in DISRUPTION_REASONS:
+        return str(status["reason"])
+    target = conditions.get("DisruptionTarget", {})
+    if target.get("status") == "True":
+        return str(target.get("reason") or "DisruptionTarget")
+    return None
+
+
+def _restarts(status: dict) -> int:
+    total = 0
+    for cs in as_list(status.get("containerStatuses")):
+        if isinstance(cs, dict):
+            total += as_int(cs.get("restartCount")) or 0
+    return total
+
+
+def pod_view(obj: Any, job: str | None = None) -> PodView | None:
+    """An observed Pod as a PodView, or None when it does not carry our slot labels (of ``job``,
+    if given).  Runs for every observed pod on every sync, so it reads only what it needs:
+    a running, ready pod costs a few lookups."""
     meta = as_dict(as_dict(obj).get("metadata"))
     labels = as_dict(meta.get("labels"))
+    if job is not None and labels.get(names.LABEL_JOB) != job:
+        return None
     task, index = labels.get(names.LABEL_TASK), as_int(labels.get(names.LABEL_INDEX))
     attempt = as_int(labels.get(names.LABEL_ATTEMPT, 0))
     name = meta.get("name")
     if not isinstance(task, str) or index is None or attempt is None or not isinstance(name, str):
         return None
     status = as_dict(obj.get("status"))
-    phase = status.get("phase") if status.get("phase") in ("Pending", "Running", "Succeeded", "Failed", "Unknown") else "Pending"
-    if meta.get("deletionTimestamp") and phase in ("Pending", "Running"):
+    phase = status.get("phase")
+    if phase not in POD_PHASES:
+        phase = "Pending"
+    if phase in ("Pending", "Running") and meta.get("deletionTimestamp"):
         phase = "Unknown"
-    disruption = None
-    finished, failure = None, ""
+    conditions = _conditions(status)
+    ready = conditions.get("Ready", {}).get("status") == "True"
+    finished, failure, disruption, stuck = None, "failed", None, None
     if phase in ("Succeeded", "Failed"):
-        finished, failure = _termination(status)
-    if phase == "Failed":
-        if status.get("reason") in DISRUPTION_REASONS:
-            disruption = str(status["reason"])
-        elif _condition(status, "DisruptionTarget").get("status") == "True":
-            disruption = str(_condition(status, "DisruptionTarget").get("reason") or "DisruptionTarget")
-    restarts = sum(as_int(as_dict(cs).get("restartCount")) or 0 for cs in as_list(status.get("containerStatuses")))
-    return PodView(
-        name=name,
-        task=task,
-        index=index,
-        attempt=attempt,
-        phase=phase,
-        ready=_condition(status, "Ready").get("status") == "True",
-        node=as_dict(obj.get("spec")).get("nodeName") or None,
-        created=parse_time(meta.get("creationTimestamp")),
-        finished=finished or parse_time(meta.get("creationTimestamp")),
-        restarts=restarts,
-        disruption=disruption,
-        failure=failure or "failed",
-        stuck=_stuck(name, task, meta, status, phase),
-    )
+        finished, detail = _termination(status, conditions)
+        finished = finished or parse_time(meta.get("creationTimestamp"))
+        failure = detail or failure
+        if phase == "Failed":
+            disruption = _disruption(status, conditions)
+    elif phase == "Pending" or (phase == "Running" and not ready):
+        stuck = _stuck(name, task, meta, status, conditions)
+    node = as_dict(obj.get("spec")).get("nodeName")
+    return PodView(name, task, index, attempt, phase, ready, node if isinstance(node, str) and node else None,
+                   finished, _restarts(status), disruption, failure, stuck)
 
 
 def observed_pods(children: Children, job: DeciceJob, tasks: Iterable[Task]) -> dict[tuple[str, int], list[PodView]]:
@@ -153,14 +169,12 @@ def observed_pods(children: Children, job: DeciceJob, tasks: Iterable[Task]) -> 
     wanted = {t.name: t.replicas for t in tasks}
     slots: dict[tuple[str, int], list[PodView]] = {}
     for obj in as_dict(children.get(POD)).values():
-        view = pod_view(obj)
-        if view is None or wanted.get(view.task, 0) <= view.index:
-            continue
-        if as_dict(as_dict(obj.get("metadata")).get("labels")).get(names.LABEL_JOB) != job.name:
-            continue
-        slots.setdefault((view.task, view.index), []).append(view)
+        view = pod_view(obj, job.name)
+        if view is not None and view.index < wanted.get(view.task, 0):
+            slots.setdefault((view.task, view.index), []).append(view)
     for pods in slots.values():
-        pods.sort(key=lambda p: p.attempt)
+        if len(pods) > 1:
+            pods.sort(key=lambda p: p.attempt)
     return slots
 
 
@@ -277,25 +291,36 @@ def observe(job: DeciceJob, tasks: tuple[Task, ...], children: Children, now: da
     )
 
 
-def replica_pod(job: DeciceJob, task: Task, template: Mapping[str, Any], index: int, attempt: int,
-                node_expressions: tuple[dict, ...] = ()) -> dict[str, Any]:
-    """The Pod of replica ``index``, attempt ``attempt``, from the task's shared template."""
-    spec = dict(template["spec"])
-    spec["hostname"] = names.host_name(task.name, index)
-    spec["subdomain"] = names.service_name(job.name)
-    if affinity := podtemplate.node_affinity(task.placement.node_for(index), node_expressions):
-        spec["affinity"] = affinity
-    container = dict(spec["containers"][0])
-    container["env"] = [{"name": podtemplate.ENV_INDEX, "value": str(index)}] + container["env"]
-    spec["containers"] = [container]
-    metadata: dict[str, Any] = {
-        "name": names.pod_name(job.name, task.name, index, attempt),
-        "namespace": job.namespace,
-        "labels": {**template["metadata"]["labels"], names.LABEL_INDEX: str(index), names.LABEL_ATTEMPT: str(attempt)},
-    }
-    if "annotations" in template["metadata"]:
-        metadata["annotations"] = template["metadata"]["annotations"]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+def replica_pods(job: DeciceJob, task: Task, node_expressions: tuple[dict, ...] = ()) -> Callable[[int, int], dict]:
+    """A builder of the task's pods: ``pod(index, attempt)``.
+
+    Everything the replicas share (the template, their labels, the node affinity of each
+    scheduled node) is built once; each pod copies only the few dicts that differ, and shares
+    the rest read-only.  This runs for every replica on every sync."""
+    template = podtemplate.pod_template(job, task)
+    spec, metadata = template["spec"], template["metadata"]
+    container, labels = spec["containers"][0], metadata["labels"]
+    subdomain = names.service_name(job.name)
+    affinities = {node: podtemplate.node_affinity(node, node_expressions) for node in set(task.placement.nodes) or {None}}
+
+    def pod(index: int, attempt: int) -> dict[str, Any]:
+        replica = str(index)
+        pod_spec = dict(spec)
+        pod_spec["hostname"] = names.host_name(task.name, index)
+        pod_spec["subdomain"] = subdomain
+        if affinity := affinities[task.placement.node_for(index)]:
+            pod_spec["affinity"] = affinity
+        pod_spec["containers"] = [{**container, "env": [{"name": podtemplate.ENV_INDEX, "value": replica}, *container["env"]]}]
+        pod_metadata: dict[str, Any] = {
+            "name": names.pod_name(job.name, task.name, index, attempt),
+            "namespace": job.namespace,
+            "labels": {**labels, names.LABEL_INDEX: replica, names.LABEL_ATTEMPT: str(attempt)},
+        }
+        if "annotations" in metadata:
+            pod_metadata["annotations"] = metadata["annotations"]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_metadata, "spec": pod_spec}
+
+    return pod
 
 
 def slot_attempts(task: Task, pods: list[PodView], plan: Plan, now: datetime) -> list[int]:
@@ -319,8 +344,8 @@ def desired(
     slots: dict[tuple[str, int], list[PodView]] = observation.detail or {}
     out: list[dict[str, Any]] = []
     for task in tasks:
-        template = podtemplate.pod_template(job, task)
+        pod = replica_pods(job, task, node_expressions)
         for index in range(task.replicas):
             for attempt in slot_attempts(task, slots.get((task.name, index), []), plan, now):
-                out.append(replica_pod(job, task, template, index, attempt, node_expressions))
+                out.append(pod(index, attempt))
     return out
