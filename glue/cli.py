@@ -92,7 +92,7 @@ def table(rows: list[list[str]]) -> str:
 
 def status_table(job: dict) -> str:
     """A DeciceJob's status for people: a summary line, its message, one row per task."""
-    from glue.statuses import as_dict, as_list
+    from hooks.read import as_dict, as_list
 
     meta, status = as_dict(job.get("metadata")), as_dict(job.get("status"))
     entries = {e.get("name"): e for e in as_list(status.get("tasks")) if isinstance(e, dict)}

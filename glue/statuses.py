@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from glue import naming
 from glue.errors import InvalidJob
+from hooks.read import as_dict, as_list, as_str
 from hooks.timeutil import parse_time
 
 WAITING, PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
@@ -20,18 +21,6 @@ TASK_STATES = {"Waiting": WAITING, "Pending": PENDING, "Running": RUNNING, "Succ
 FINISHED_PHASES = ("Succeeded", "Failed")
 JOB_LEVEL_STOPS = ("InvalidSpec", "RuntimeUnavailable")
 """Reasons of ``Progressing=False`` that hold every task back, not just one."""
-
-
-def as_dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
-
-def as_str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def condition(job: Mapping[str, Any], kind: str) -> dict:
