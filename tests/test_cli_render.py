@@ -64,11 +64,11 @@ def test_unreadable_inputs_exit_2(tmp_path):
     assert decice("render", str(two)).returncode == 2
 
 
-def test_unsupported_runtime_is_refused(tmp_path):
+def test_unknown_sedna_kind_is_refused(tmp_path):
     path = tmp_path / "sedna.yaml"
     path.write_text(yaml.safe_dump(job_manifest(runtime="sedna", sedna={"kind": "Nope"})))
     result = decice("render", str(path))
-    assert result.returncode == 2 and "sedna" in result.stderr
+    assert result.returncode == 2 and "spec.sedna.kind" in result.stderr
 
 
 def test_render_path_does_not_import_the_kubernetes_client():
