@@ -15,7 +15,6 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-import orjson
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validate
 
 from hooks import names
@@ -836,4 +835,3 @@ def memoized_parser(size: int = 512) -> Callable[[Any], DeciceJob]:
         return parse_key(key)
 
     return parse
-

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, Iterable, Mapping
 
 from hooks.model import DeciceJob
-from hooks.read import as_dict, as_list
+from hooks.read import as_list
 from hooks.runtimes.base import Observation, Plan, Stuck, TaskStatus
 from hooks.timeutil import format_time, parse_time
 
@@ -35,8 +35,6 @@ class Decision:
     completion_time: str | None
     stuck: Stuck | None = None
     wake_at: datetime | None = None
-
-
 
 
 def previous_condition(previous: Mapping[str, Any], kind: str) -> dict:
@@ -318,5 +316,3 @@ def refused(
                   previous, gen, now),
     ]
     return status
-
-

@@ -34,12 +34,6 @@ BACKOFF_BASE_SECONDS = 10
 BACKOFF_MAX_SECONDS = 360
 
 
-
-
-
-
-
-
 class PodView(NamedTuple):
     """The fields of an observed Pod the hook needs, read defensively.  (A named tuple: one is
     built per observed pod per sync, and that is several times cheaper than a dataclass.)"""

@@ -42,12 +42,6 @@ def child_key(kind: str) -> str:
     return f"{kind}.{API_VERSION}"
 
 
-
-
-
-
-
-
 # --- desired: the Sedna resource ------------------------------------------------------------
 
 
