@@ -140,12 +140,13 @@ def test_missing_child_resource_is_a_condition(cluster, app, submit):
     assert "PersistentVolumeClaim.v1" in progressing["message"]
 
 
-def test_unsupported_runtime_is_a_condition_not_a_crash(controller, submit):
+def test_unknown_runtime_kind_is_a_condition_not_a_crash(controller, submit):
     job = submit(job_manifest(runtime="sedna", sedna={"kind": "Unknown"}, tasks=[task("a")]))
     controller.validate = None
     response = controller.sync(job)
     assert response["children"] == []
-    assert condition(job, "Progressing")["reason"] in ("RuntimeUnavailable", "InvalidSpec")
+    assert condition(job, "Progressing")["reason"] == "InvalidSpec"
+    assert "spec.sedna.kind" in condition(job, "InvalidSpec")["message"]
 
 
 def test_children_from_another_namespace_are_never_written(client):
