@@ -3,9 +3,9 @@
 ``gunicorn 'hooks.app:create_app()'`` serves it (settings from the
 environment); ``decice-hooks`` passes its validated settings.  Per hook call:
 check the caller (``hooks.auth``), read the body (411 when chunked, 413 before
-reading when it is too large), reconcile, answer with an ETag (304 when
-``If-None-Match`` matches), then one log line and the metrics
-(``hooks.calls``).  Every error is a JSON body with a 4xx/5xx status; an
+reading when it is too large), decode it (``hooks.wire``), reconcile, answer
+with an ETag (304 when ``If-None-Match`` matches), then one log line and the
+metrics (``hooks.calls``).  Every error is a JSON body with a 4xx/5xx status; an
 unexpected exception is logged and answered with 500 while the worker lives on.
 """
 
@@ -22,7 +22,7 @@ import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from hooks import auth, calls, config, logs, model
+from hooks import auth, calls, config, logs, model, wire
 from hooks.metrics import CONTENT_TYPE, Metrics
 from hooks.sync import BadRequest, handle
 from hooks.timeutil import utc_now
@@ -129,13 +129,14 @@ def create_app(
             # Metacontroller always sends a length; without one the size limit cannot be checked up front.
             return rejected(411, "LengthRequired", "a hook request must carry Content-Length, not a chunked body")
         try:
-            body = orjson.loads(request_body())
+            data = request_body()
+            body = wire.decode(data)
         except orjson.JSONDecodeError as exc:
             return rejected(400, "MalformedJSON", f"request body is not valid JSON: {exc}")
         except HTTPException as exc:
             return Answer(http_error(exc), calls.REJECTED, type(exc).__name__)
         try:
-            result = handle(body, clock(), finalizing, policy, parse)
+            result = handle(body, clock(), finalizing, policy, parse, source=data)
             data = orjson.dumps(result)
         except BadRequest as exc:
             return rejected(400, "BadRequest", str(exc), body)

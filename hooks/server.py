@@ -93,9 +93,11 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLD)
 
 
-M_ARENA_MAX, M_MMAP_THRESHOLD = -8, -3
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -2, -3, -8
 MALLOC_ARENAS = 2
 MMAP_THRESHOLD = 1024 * 1024
+TRIM_THRESHOLD = 64 * 1024 * 1024
+TOP_PAD = 16 * 1024 * 1024
 
 
 def tune_malloc() -> None:
@@ -114,6 +116,8 @@ def tune_malloc() -> None:
         return
     mallopt(M_ARENA_MAX, MALLOC_ARENAS)
     mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    mallopt(M_TOP_PAD, TOP_PAD)
 
 
 def _worker_ready(worker: Any) -> None:

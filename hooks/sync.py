@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Mapping
 
+import orjson
+
 from hooks import guard, names, status
 from hooks.model import DeciceJob, InvalidSpec, Task, parse_job
 from hooks.policy import DEFAULT_POLICY, Policy
@@ -28,6 +30,8 @@ WORKLOAD_KINDS = frozenset(kind for module in RUNTIMES.values() for kind in modu
 STOPPED = Plan(start=frozenset(), keep_active=False, keep_finished=False)
 BASE_KINDS = frozenset({POD, SERVICE, PVC})
 """Child kinds ``manifests/base`` lists; runtime components add the others."""
+MANAGED_KINDS = BASE_KINDS | WORKLOAD_KINDS
+"""Every kind of child the hooks create."""
 
 
 class BadRequest(ValueError):
@@ -39,9 +43,17 @@ class HookRequest:
     parent: dict
     children: Children
     finalizing: bool = False
+    source: bytes | None = None
+    """The raw request, when ``children`` may hold Pods cut down by ``hooks.wire.decode``."""
+
+    def observed_in_full(self) -> Children:
+        """The children exactly as observed (decoding the raw request again, if there is one)."""
+        if self.source is None:
+            return self.children
+        return parse_request(orjson.loads(self.source), self.finalizing).children
 
 
-def parse_request(body: Any, finalizing: bool) -> HookRequest:
+def parse_request(body: Any, finalizing: bool, source: bytes | None = None) -> HookRequest:
     """Check the request's shape; children keep only objects in the parent's namespace,
     keyed by name whatever the hook version (v1 keys ``name``, v2 ``namespace/name``)."""
     if not isinstance(body, dict):
@@ -72,7 +84,7 @@ def parse_request(body: Any, finalizing: bool) -> HookRequest:
     final = body.get("finalizing", finalizing)
     if not isinstance(final, bool):
         raise BadRequest("finalizing must be a boolean")
-    return HookRequest(parent=parent, children=children, finalizing=finalizing or final)
+    return HookRequest(parent=parent, children=children, finalizing=finalizing or final, source=source)
 
 
 def _previous_status(parent: Mapping[str, Any]) -> dict:
@@ -119,7 +131,7 @@ def refuse(request: HookRequest, reason: str, message: str, generation: int | No
     kinds = frozenset(request.children) - WORKLOAD_KINDS if request.finalizing else None
     response = {
         "status": status.refused(_previous_status(request.parent), generation, reason, message, now),
-        "children": kept_children(request.children, kinds),
+        "children": kept_children(request.observed_in_full(), kinds),
     }
     if request.finalizing:
         response["finalized"] = not any(request.children.get(k) for k in WORKLOAD_KINDS)
@@ -203,12 +215,13 @@ def reconcile(
 
 def handle(
     body: Any, now: datetime, finalizing: bool = False, policy: Policy = DEFAULT_POLICY,
-    parse: Callable[[Any], DeciceJob] = parse_job,
+    parse: Callable[[Any], DeciceJob] = parse_job, source: bytes | None = None,
 ) -> dict:
     """The hook: a decoded request body → the response body.  Raises BadRequest for a body
     that is not a hook request; an invalid DeciceJob is answered, not raised.  ``parse`` may
-    be a memoized ``parse_job`` (the hook server's)."""
-    request = parse_request(body, finalizing)
+    be a memoized ``parse_job`` (the hook server's); ``source`` is the raw request when
+    ``body`` comes from ``hooks.wire.decode``."""
+    request = parse_request(body, finalizing, source)
     try:
         job = parse(request.parent)
     except InvalidSpec as exc:

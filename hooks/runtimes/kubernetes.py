@@ -5,13 +5,14 @@ Each replica ``i`` of a task is a *slot*; its pods are attempts ``<job>-<task>-<
 attempt stays (for its logs) and a replacement with the next attempt number is
 created once its back-off delay has passed; failures caused by disruptions
 (eviction, preemption, node loss) are replaced at once and not counted.
-Only the fields of observed pods listed in ``PodView`` are read.
+Only the fields of observed pods listed in ``ObservedPod`` are read (``hooks.wire``
+decodes no others), and ``PodView`` holds what the hook makes of them.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple, Optional, TypedDict
 
 from hooks import names, podtemplate
 from hooks.model import DeciceJob, Task
@@ -32,6 +33,44 @@ STUCK_REASONS = frozenset(
 )
 BACKOFF_BASE_SECONDS = 10
 BACKOFF_MAX_SECONDS = 360
+
+
+class _ObservedMeta(TypedDict, total=False):
+    name: Any
+    namespace: Any
+    labels: Any
+    creationTimestamp: Any
+    deletionTimestamp: Any
+
+
+class _ObservedSpec(TypedDict, total=False):
+    nodeName: Any
+
+
+class _ObservedContainer(TypedDict, total=False):
+    restartCount: Any
+    state: Any
+
+
+class _ObservedStatus(TypedDict, total=False):
+    phase: Any
+    reason: Any
+    message: Any
+    startTime: Any
+    conditions: Any
+    containerStatuses: Optional[list[_ObservedContainer]]
+    initContainerStatuses: Optional[list[_ObservedContainer]]
+
+
+class ObservedPod(TypedDict, total=False):
+    """Every field of an observed Pod that ``pod_view`` (and ``hooks.sync.parse_request``) reads.
+
+    Requests are decoded into this shape (``hooks.wire``), so a field read from a pod must be
+    listed here; tests/test_wire.py checks that views of full and decoded pods agree."""
+
+    metadata: Optional[_ObservedMeta]
+    spec: Optional[_ObservedSpec]
+    status: Optional[_ObservedStatus]
 
 
 class PodView(NamedTuple):
