@@ -18,6 +18,7 @@ Measures, in one run, against ``decice-hooks`` (gunicorn) on 127.0.0.1:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import http.client
 import json
@@ -34,7 +35,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, ContextManager, Iterator
 
 import orjson
 import yaml
@@ -103,7 +104,7 @@ def rss_kib(pid: int) -> int:
     return int(match.group(1)) if match else 0
 
 
-def median_time(action, repeats: int) -> float:
+def median_time(action: Callable[[], Any], repeats: int) -> float:
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -112,27 +113,52 @@ def median_time(action, repeats: int) -> float:
     return statistics.median(samples)
 
 
-def bare_times(body: bytes, response: Any, repeats: int) -> tuple[float, float]:
-    """Median of ``orjson.loads(request)`` + ``orjson.dumps(response)`` in this process: with
-    Python's default garbage collector (the bar's definition), and with the collector tuned as
-    the hook server tunes it (``hooks.server.tune_gc``), the stricter comparison."""
+@contextlib.contextmanager
+def default_gc() -> Iterator[None]:
+    yield
 
-    def bare() -> None:
-        orjson.loads(body)
-        orjson.dumps(response)
 
-    default = median_time(bare, repeats)
+@contextlib.contextmanager
+def server_gc() -> Iterator[None]:
+    """This process's garbage collector tuned as the hook server tunes its own (``tune_gc``)."""
     thresholds = gc.get_threshold()
     tune_gc()
     try:
-        tuned = median_time(bare, repeats)
+        yield
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)
-    return default, tuned
 
 
-def bench_sizes(server: Server, sizes: list[int], repeats: int) -> list[dict[str, Any]]:
+Measure = tuple[Callable[[], Any], Callable[[], ContextManager[None]]]
+
+
+def side_by_side(measures: dict[str, Measure], repeats: int, min_seconds: float, turn_seconds: float = 0.25) -> dict[str, float]:
+    """The median time of each measure's action, sampled in turns (each about ``turn_seconds``,
+    under its setting) until every one has ``repeats`` samples and ``min_seconds`` have passed.
+    Taking turns makes the measures share the machine's state: a VM's speed drifts by several
+    per cent within minutes, and a ratio of two medians taken minutes apart drifts with it."""
+    samples: dict[str, list[float]] = {name: [] for name in measures}
+    deadline = time.perf_counter() + min_seconds
+    while time.perf_counter() < deadline or any(len(s) < repeats for s in samples.values()):
+        for name, (action, setting) in measures.items():
+            with setting():
+                turn_ends = time.perf_counter() + turn_seconds
+                while True:
+                    start = time.perf_counter()
+                    action()
+                    end = time.perf_counter()
+                    samples[name].append(end - start)
+                    if end >= turn_ends:
+                        break
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def bench_sizes(server: Server, sizes: list[int], repeats: int, min_seconds: float,
+                turn_seconds: float = 0.25) -> list[dict[str, Any]]:
+    """Per size: ``POST /sync`` over HTTP, and the bare cost of the same bytes —
+    ``orjson.loads(request)`` + ``orjson.dumps(response)`` in this process, with Python's default
+    garbage collector (the bar's definition) and with the collector tuned as the server's."""
     rows = []
     for replicas in sizes:
         body = orjson.dumps(sync_request(replicas))
@@ -150,14 +176,19 @@ def bench_sizes(server: Server, sizes: list[int], repeats: int) -> list[dict[str
         response = orjson.loads(answer)
         if len(response["children"]) < replicas:
             raise RuntimeError("the hook did not return every pod")
-        http_time = median_time(post, repeats)
+
+        def bare() -> None:
+            orjson.loads(body)
+            orjson.dumps(response)
+
+        times = side_by_side({"sync": (post, default_gc), "bare": (bare, default_gc), "tuned": (bare, server_gc)},
+                             repeats, min_seconds, turn_seconds)
         conn.close()
-        bare_time, bare_tuned = bare_times(body, response, repeats)
         rows.append({
             "replicas": replicas, "request_bytes": len(body), "response_bytes": len(answer),
-            "sync_ms": http_time * 1000, "bare_ms": bare_time * 1000, "ratio": http_time / bare_time,
-            "bare_tuned_ms": bare_tuned * 1000, "ratio_tuned": http_time / bare_tuned,
-            "us_per_replica": http_time * 1e6 / replicas,
+            "sync_ms": times["sync"] * 1000, "bare_ms": times["bare"] * 1000, "ratio": times["sync"] / times["bare"],
+            "bare_tuned_ms": times["tuned"] * 1000, "ratio_tuned": times["sync"] / times["tuned"],
+            "us_per_replica": times["sync"] * 1e6 / replicas,
         })
     return rows
 
@@ -310,7 +341,8 @@ def report(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,5000")
-    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--repeats", type=int, default=15, help="at least this many samples per size and measure")
+    parser.add_argument("--min-seconds", type=float, default=6.0, help="and at least this long per size, in turns")
     parser.add_argument("--workers", type=int, default=int(os.environ.get("DECICE_HOOKS_WORKERS", "2")))
     parser.add_argument("--threads", type=int, default=int(os.environ.get("DECICE_HOOKS_THREADS", "4")))
     parser.add_argument("--concurrency", type=int, default=50)
@@ -321,8 +353,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes and durations (a smoke run)")
     parser.add_argument("--json", help="also write the raw results to this file")
     args = parser.parse_args(argv)
+    turn_seconds = 0.25
     if args.quick:
         args.sizes, args.repeats, args.seconds, args.syncs, args.render_replicas = "5,20", 3, 1, 200, 20
+        args.min_seconds, turn_seconds = 0.0, 0.01
         args.warmup = 100
         args.concurrency = min(args.concurrency, 8)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -333,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     server = Server(args.workers, args.threads)
     try:
-        results["sizes"] = bench_sizes(server, sizes, args.repeats)
+        results["sizes"] = bench_sizes(server, sizes, args.repeats, args.min_seconds, turn_seconds)
         if shutil.which("wrk") and not args.quick:
             results["throughput"] = throughput_wrk(server, args.concurrency, args.seconds)
         else:
