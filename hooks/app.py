@@ -22,7 +22,8 @@ import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from hooks import auth, calls, config, logs, model, wire
+from hooks import auth, calls, config, logs, wire
+from hooks.memo import Memo
 from hooks.metrics import CONTENT_TYPE, Metrics
 from hooks.sync import BadRequest, handle
 from hooks.timeutil import utc_now
@@ -101,7 +102,7 @@ def create_app(
     app.config.update(config_overrides or {})
     tokens = auth.TokenFile(settings.auth_token_file) if settings.auth_token_file else None
     policy = settings.policy
-    parse = model.memoized_parser()
+    memo = Memo(pods=settings.memo_pods)
     metrics = Metrics()
 
     def authorize() -> Answer | None:
@@ -136,7 +137,7 @@ def create_app(
         except HTTPException as exc:
             return Answer(http_error(exc), calls.REJECTED, type(exc).__name__)
         try:
-            result = handle(body, clock(), finalizing, policy, parse, source=data)
+            result = handle(body, clock(), finalizing, policy, memo, source=data)
             data = orjson.dumps(result)
         except BadRequest as exc:
             return rejected(400, "BadRequest", str(exc), body)

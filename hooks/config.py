@@ -55,6 +55,7 @@ class Settings:
     allow_privileged: bool
     allowed_service_accounts: frozenset[str]
     edge_tolerations: tuple[dict, ...]
+    memo_pods: int
 
     @property
     def tls(self) -> bool:
@@ -80,14 +81,20 @@ class Settings:
 # --- value parsers: text → value, or ValueError saying what was expected -------------
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"must be a whole number, got {text!r}") from None
-    if value < 1:
-        raise ValueError(f"must be at least 1, got {value}")
-    return value
+def whole_number(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"must be a whole number, got {text!r}") from None
+        if value < minimum:
+            raise ValueError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+positive_int = whole_number(1)
 
 
 def bind_address(text: str) -> str:
@@ -225,6 +232,9 @@ OPTIONS: tuple[Option, ...] = (
            "NAMESPACE/NAME, or * (any).", service_accounts),
     Option("edge_tolerations", "DECICE_HOOKS_EDGE_TOLERATIONS", "--edge-tolerations", "", "YAML",
            "JSON or YAML list of tolerations added to pods on KubeEdge edge nodes.", tolerations),
+    Option("memo_pods", "DECICE_HOOKS_MEMO_PODS", "--memo-pods", "10000", "N",
+           "Desired pods each worker remembers between syncs instead of building them again "
+           "(about 1.7 KB each; 0: none).", whole_number(0)),
 )
 
 

@@ -11,11 +11,12 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import orjson
 
 from hooks import guard, names, status
+from hooks.memo import NO_MEMO, Memo
 from hooks.model import DeciceJob, InvalidSpec, Task, parse_job
 from hooks.policy import DEFAULT_POLICY, Policy
 from hooks.runtimes import RUNTIMES
@@ -178,7 +179,8 @@ def _unavailable(job: DeciceJob, groups: Mapping[str, tuple[Task, ...]], managed
 
 
 def reconcile(
-    job: DeciceJob, request: HookRequest, now: datetime, managed: frozenset[str] | None, policy: Policy = DEFAULT_POLICY
+    job: DeciceJob, request: HookRequest, now: datetime, managed: frozenset[str] | None, policy: Policy = DEFAULT_POLICY,
+    memo: Memo = NO_MEMO,
 ) -> dict:
     """Observe every runtime, decide the job's phase, then build the desired children and status."""
     previous = _previous_status(request.parent)
@@ -199,7 +201,7 @@ def reconcile(
         desired.append(desired_service(job, groups["kubernetes"]))
     desired += desired_claims(job)
     for runtime, runtime_tasks in groups.items():
-        desired += RUNTIMES[runtime].desired(job, runtime_tasks, children, observations[runtime], plan, now, policy)
+        desired += RUNTIMES[runtime].desired(job, runtime_tasks, children, observations[runtime], plan, now, policy, memo)
     guard.enforce(job, desired, managed, policy)
 
     response: dict[str, Any] = {
@@ -214,22 +216,22 @@ def reconcile(
 
 
 def handle(
-    body: Any, now: datetime, finalizing: bool = False, policy: Policy = DEFAULT_POLICY,
-    parse: Callable[[Any], DeciceJob] = parse_job, source: bytes | None = None,
+    body: Any, now: datetime, finalizing: bool = False, policy: Policy = DEFAULT_POLICY, memo: Memo = NO_MEMO,
+    source: bytes | None = None,
 ) -> dict:
     """The hook: a decoded request body → the response body.  Raises BadRequest for a body
-    that is not a hook request; an invalid DeciceJob is answered, not raised.  ``parse`` may
-    be a memoized ``parse_job`` (the hook server's); ``source`` is the raw request when
-    ``body`` comes from ``hooks.wire.decode``."""
+    that is not a hook request; an invalid DeciceJob is answered, not raised.  ``memo`` is
+    what the hook server remembers between requests (``hooks.memo``); ``source`` is the raw
+    request when ``body`` comes from ``hooks.wire.decode``."""
     request = parse_request(body, finalizing, source)
     try:
-        job = parse(request.parent)
+        job = memo.parse(request.parent)
     except InvalidSpec as exc:
         generation = request.parent["metadata"].get("generation")
         generation = generation if isinstance(generation, int) and not isinstance(generation, bool) else None
         return refuse(request, "InvalidSpec", "; ".join(exc.errors), generation, now)
     try:
-        return reconcile(job, request, now, frozenset(request.children), policy)
+        return reconcile(job, request, now, frozenset(request.children), policy, memo)
     except guard.PolicyViolation as exc:
         return refuse(request, guard.REASON, "; ".join(exc.errors), job.generation, now)
 

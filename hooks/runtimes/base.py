@@ -8,7 +8,9 @@ children (``desired``).  It exposes:
 - ``CHILD_KINDS``: the Metacontroller child keys (``<Kind>.<apiVersion>``) it
   reads and writes; a job using the runtime needs all of them managed;
 - ``observe(job, tasks, children, now) -> Observation``;
-- ``desired(job, tasks, children, observation, plan, now, policy) -> list[dict]``.
+- ``desired(job, tasks, children, observation, plan, now, policy, memo) -> list[dict]``;
+  ``memo`` (``hooks.memo``) remembers what is expensive to build again, the kubernetes
+  runtime's pods; the others ignore it.
 
 Optionally:
 

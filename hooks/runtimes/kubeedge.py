@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from hooks import names, podtemplate
+from hooks.memo import NO_MEMO, Memo
 from hooks.model import DeciceJob, Task
 from hooks.policy import Policy
 from hooks.read import as_dict, as_list
@@ -151,13 +152,13 @@ def edge_application(job: DeciceJob, task: Task, policy: Policy) -> dict[str, An
 
 def desired(
     job: DeciceJob, tasks: tuple[Task, ...], children: Children, observation: Observation, plan: Plan, now: datetime,
-    policy: Policy,
+    policy: Policy, memo: Memo = NO_MEMO,
 ) -> list[dict[str, Any]]:
     """Pods as the kubernetes runtime makes them, on edge nodes; an EdgeApplication per service task
     on node groups, created when the task may start and kept while the plan keeps active children."""
     pods, applications = observation.detail
     pod_tasks = tuple(on_edge(t, policy) for t in tasks if not is_application(t))
-    out = kubernetes.desired(job, pod_tasks, children, pods, plan, now, policy, node_expressions=EDGE_NODES)
+    out = kubernetes.desired(job, pod_tasks, children, pods, plan, now, policy, memo, node_expressions=EDGE_NODES)
     for task in tasks:
         if not is_application(task):
             continue

@@ -6,15 +6,19 @@ attempt stays (for its logs) and a replacement with the next attempt number is
 created once its back-off delay has passed; failures caused by disruptions
 (eviction, preemption, node loss) are replaced at once and not counted.
 Only the fields of observed pods listed in ``ObservedPod`` are read (``hooks.wire``
-decodes no others), and ``PodView`` holds what the hook makes of them.
+decodes no others), and ``PodView`` holds what the hook makes of them.  A task's desired
+pods depend only on the job, the task and its slots' attempt numbers, so the hook server
+builds them again only when one of those changes (``hooks.memo``).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Callable, Iterable, NamedTuple, Optional, TypedDict
 
 from hooks import names, podtemplate
+from hooks.memo import NO_MEMO, Attempts, Memo
 from hooks.model import DeciceJob, Task
 from hooks.policy import Policy
 from hooks.read import as_dict, as_int, as_list
@@ -370,15 +374,21 @@ def slot_attempts(task: Task, pods: list[PodView], plan: Plan, now: datetime) ->
     return keep
 
 
+def task_pods(job: DeciceJob, task: Task, attempts: Attempts, node_expressions: tuple[dict, ...] = ()) -> list[dict[str, Any]]:
+    """The pods of ``task``: for each slot, one per attempt number."""
+    pod = replica_pods(job, task, node_expressions)
+    return [pod(index, attempt) for index, slot in enumerate(attempts) for attempt in slot]
+
+
 def desired(
     job: DeciceJob, tasks: tuple[Task, ...], children: Children, observation: Observation, plan: Plan, now: datetime,
-    policy: Policy, node_expressions: tuple[dict, ...] = (),
+    policy: Policy, memo: Memo = NO_MEMO, node_expressions: tuple[dict, ...] = (),
 ) -> list[dict[str, Any]]:
     slots: dict[tuple[str, int], list[PodView]] = observation.detail or {}
     out: list[dict[str, Any]] = []
     for task in tasks:
-        pod = replica_pods(job, task, node_expressions)
-        for index in range(task.replicas):
-            for attempt in slot_attempts(task, slots.get((task.name, index), []), plan, now):
-                out.append(pod(index, attempt))
+        attempts = tuple(
+            tuple(slot_attempts(task, slots.get((task.name, index), []), plan, now)) for index in range(task.replicas)
+        )
+        out += memo.task_pods(job, task, node_expressions, attempts, partial(task_pods, job, task, attempts, node_expressions))
     return out

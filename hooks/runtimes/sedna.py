@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Callable, Iterator
 
 from hooks import names, podtemplate
+from hooks.memo import NO_MEMO, Memo
 from hooks.model import (
     SEDNA_KINDS, DeciceJob, HardExampleMining, Sedna, Task, Transmitter, Trigger,
 )
@@ -471,7 +472,7 @@ def observe(job: DeciceJob, tasks: tuple[Task, ...], children: Children, now: da
 
 def desired(
     job: DeciceJob, tasks: tuple[Task, ...], children: Children, observation: Observation, plan: Plan, now: datetime,
-    policy: Policy,
+    policy: Policy, memo: Memo = NO_MEMO,
 ) -> list[dict[str, Any]]:
     """The Sedna resource, while the plan wants it: created once every task may start, kept
     while active (``keep_active``) or, once Sedna is done with it, while ``keep_finished``."""

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from hooks import names, podtemplate
+from hooks.memo import NO_MEMO, Memo
 from hooks.model import DeciceJob, Task
 from hooks.policy import Policy
 from hooks.read import as_dict, as_int, as_list
@@ -306,7 +307,7 @@ def volcano_job(job: DeciceJob, tasks: tuple[Task, ...]) -> dict[str, Any]:
 
 def desired(
     job: DeciceJob, tasks: tuple[Task, ...], children: Children, observation: Observation, plan: Plan, now: datetime,
-    policy: Policy,
+    policy: Policy, memo: Memo = NO_MEMO,
 ) -> list[dict[str, Any]]:
     """The Volcano Job is created once every volcano task may start (its tasks start together,
     see ``status.gate``), kept while it runs and the plan keeps active children, and kept once
