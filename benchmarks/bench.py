@@ -35,7 +35,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 import yaml
@@ -114,11 +114,6 @@ def median_time(action: Callable[[], Any], repeats: int) -> float:
 
 
 @contextlib.contextmanager
-def default_gc() -> Iterator[None]:
-    yield
-
-
-@contextlib.contextmanager
 def server_gc() -> Iterator[None]:
     """This process's garbage collector tuned as the hook server tunes its own (``tune_gc``)."""
     thresholds = gc.get_threshold()
@@ -130,27 +125,24 @@ def server_gc() -> Iterator[None]:
         gc.set_threshold(*thresholds)
 
 
-Measure = tuple[Callable[[], Any], Callable[[], ContextManager[None]]]
-
-
-def side_by_side(measures: dict[str, Measure], repeats: int, min_seconds: float, turn_seconds: float = 0.25) -> dict[str, float]:
-    """The median time of each measure's action, sampled in turns (each about ``turn_seconds``,
-    under its setting) until every one has ``repeats`` samples and ``min_seconds`` have passed.
-    Taking turns makes the measures share the machine's state: a VM's speed drifts by several
-    per cent within minutes, and a ratio of two medians taken minutes apart drifts with it."""
-    samples: dict[str, list[float]] = {name: [] for name in measures}
+def side_by_side(actions: dict[str, Callable[[], Any]], repeats: int, min_seconds: float,
+                 turn_seconds: float = 0.25) -> dict[str, float]:
+    """The median time of each action, sampled in turns of about ``turn_seconds`` each until
+    every one has ``repeats`` samples and ``min_seconds`` have passed.  Taking turns makes
+    the actions share the machine's state: a VM's speed drifts by several per cent within
+    minutes, and a ratio of two medians taken minutes apart drifts with it."""
+    samples: dict[str, list[float]] = {name: [] for name in actions}
     deadline = time.perf_counter() + min_seconds
     while time.perf_counter() < deadline or any(len(s) < repeats for s in samples.values()):
-        for name, (action, setting) in measures.items():
-            with setting():
-                turn_ends = time.perf_counter() + turn_seconds
-                while True:
-                    start = time.perf_counter()
-                    action()
-                    end = time.perf_counter()
-                    samples[name].append(end - start)
-                    if end >= turn_ends:
-                        break
+        for name, action in actions.items():
+            turn_ends = time.perf_counter() + turn_seconds
+            while True:
+                start = time.perf_counter()
+                action()
+                end = time.perf_counter()
+                samples[name].append(end - start)
+                if end >= turn_ends:
+                    break
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
@@ -181,8 +173,9 @@ def bench_sizes(server: Server, sizes: list[int], repeats: int, min_seconds: flo
             orjson.loads(body)
             orjson.dumps(response)
 
-        times = side_by_side({"sync": (post, default_gc), "bare": (bare, default_gc), "tuned": (bare, server_gc)},
-                             repeats, min_seconds, turn_seconds)
+        times = side_by_side({"sync": post, "bare": bare}, repeats, min_seconds, turn_seconds)
+        with server_gc():
+            times.update(side_by_side({"tuned": bare}, repeats, min_seconds / 2, turn_seconds))
         conn.close()
         rows.append({
             "replicas": replicas, "request_bytes": len(body), "response_bytes": len(answer),
@@ -275,17 +268,19 @@ def throughput_python(server: Server, concurrency: int, seconds: float) -> dict[
     }
 
 
-def memory(server: Server, syncs: int, connections: int = 8, warmup: int = 1000) -> dict[str, Any]:
+def memory(server: Server, syncs: int, connections: int = 8, warmup: int = 10_000) -> dict[str, Any]:
     """RSS of every worker after a warm-up and after ``syncs`` more, the same mix both times:
     small syncs with a 1,000-replica one every 100th, over several connections so that every
-    worker gets its share (the warm-up lets each worker's heap reach its working size)."""
+    worker gets its share.  The warm-up lets each worker's heap reach its working size: a
+    worker serving this mix grows by about 5 % over its first 7,500 syncs, then stays."""
     small = small_body()
     large = orjson.dumps(sync_request(1000))
     conns = [server.connection() for _ in range(connections)]
 
     def post(i: int) -> None:
-        conn = conns[i % connections]
-        conn.request("POST", "/sync", body=large if i % 100 == 0 else small,
+        is_large = i % 100 == 0
+        conn = conns[(i // 100 if is_large else i) % connections]  # large ones in turn on every connection
+        conn.request("POST", "/sync", body=large if is_large else small,
                      headers={"Content-Type": "application/json"})
         conn.getresponse().read()
 
@@ -348,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--syncs", type=int, default=10_000)
-    parser.add_argument("--warmup", type=int, default=1000, help="syncs before the first RSS reading")
+    parser.add_argument("--warmup", type=int, default=10_000, help="syncs before the first RSS reading")
     parser.add_argument("--render-replicas", type=int, default=1000)
     parser.add_argument("--quick", action="store_true", help="tiny sizes and durations (a smoke run)")
     parser.add_argument("--json", help="also write the raw results to this file")

@@ -107,8 +107,10 @@ def tune_malloc() -> None:
     mmap threshold after each large free, so the multi-megabyte buffers of large syncs end up
     scattered over arenas that are never given back: RSS creeps up with the mix of request
     sizes.  Two arenas and a fixed threshold (large buffers mapped, and unmapped when freed)
-    keep a worker's memory flat (the same as MALLOC_ARENA_MAX=2 and MALLOC_MMAP_THRESHOLD_),
-    at the price of page faults on the buffers of large syncs: benchmarks/README.md."""
+    keep a worker's memory flat (the same as MALLOC_ARENA_MAX=2 and MALLOC_MMAP_THRESHOLD_).
+    A fixed threshold also fixes the trim threshold at its 128 KiB default, which would give
+    the heap back after every request and fault it in again on the next: up to 64 MiB of
+    freed heap is kept instead, and the heap grows 16 MiB at a time (benchmarks/README.md)."""
     try:
         libc = ctypes.CDLL(None)
         mallopt = libc.mallopt
