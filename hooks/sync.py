@@ -129,13 +129,14 @@ def kept_children(children: Children, kinds: frozenset[str] | None = None) -> li
 
 def refuse(request: HookRequest, reason: str, message: str, generation: int | None, now: datetime) -> dict:
     """Act on nothing: keep every observed child (while finalizing, all but workloads) and say why."""
-    kinds = frozenset(request.children) - WORKLOAD_KINDS if request.finalizing else None
+    observed = request.observed_in_full()
+    kinds = frozenset(observed) - WORKLOAD_KINDS if request.finalizing else None
     response = {
         "status": status.refused(_previous_status(request.parent), generation, reason, message, now),
-        "children": kept_children(request.observed_in_full(), kinds),
+        "children": kept_children(observed, kinds),
     }
     if request.finalizing:
-        response["finalized"] = not any(request.children.get(k) for k in WORKLOAD_KINDS)
+        response["finalized"] = not any(observed.get(k) for k in WORKLOAD_KINDS)
     return response
 
 

@@ -105,21 +105,26 @@ def test_children_of_a_kind_the_hooks_never_create_change_no_answer():
     assert cut == full
 
 
-def test_a_refusal_echoes_observed_children_in_full():
+@pytest.mark.parametrize("finalizing", [False, True])
+def test_a_refusal_echoes_observed_children_in_full(finalizing):
     request = sync_request(2)
     request["parent"]["spec"]["tasks"][0]["image"] = ""
     for pod in request["children"]["Pod.v1"].values():
         pod["metadata"].pop("annotations", None)
     request["children"]["ConfigMap.v1"] = {"bench/extra": CONFIG_MAP}
     body = orjson.dumps(request)
-    cut, full = answer_bytes(body)
+    cut, full = answer_bytes(body, finalizing)
     assert cut == full
-    assert [c for c in orjson.loads(cut)["children"] if c["kind"] == "ConfigMap"] == [
+    answer = orjson.loads(cut)
+    assert [c for c in answer["children"] if c["kind"] == "ConfigMap"] == [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "extra", "namespace": "bench"}}]
-    kept = [c for c in orjson.loads(cut)["children"] if c["kind"] == "Pod"]
-    observed = {p["metadata"]["name"]: p for p in request["children"]["Pod.v1"].values()}
-    assert [c["spec"] for c in kept] == [observed[c["metadata"]["name"]]["spec"] for c in kept]
-    assert len(kept) == 2 and all(len(c["spec"]["containers"]) == 1 for c in kept)
+    kept = [c for c in answer["children"] if c["kind"] == "Pod"]
+    if finalizing:
+        assert kept == [] and answer["finalized"] is False, "workloads go; the job waits for them"
+    else:
+        observed = {p["metadata"]["name"]: p for p in request["children"]["Pod.v1"].values()}
+        assert [c["spec"] for c in kept] == [observed[c["metadata"]["name"]]["spec"] for c in kept]
+        assert len(kept) == 2 and all(len(c["spec"]["containers"]) == 1 for c in kept)
 
 
 @pytest.mark.parametrize("change", [
