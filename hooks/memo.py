@@ -39,6 +39,9 @@ class _TaskPods:
 
 
 class Memo:
+    """One server's memory: ``parse`` for parents, ``task_pods`` for desired pods; safe to share
+    between the threads of a worker."""
+
     def __init__(self, jobs: int = 512, pods: int = 10_000) -> None:
         self.parse: Callable[[Any], DeciceJob] = memoized_parser(jobs) if jobs > 0 else parse_job
         self.max_pods = pods

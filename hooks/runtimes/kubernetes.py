@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, Callable, Iterable, NamedTuple, Optional, TypedDict
+from typing import Any, Callable, Iterable, NamedTuple, TypedDict
 
 from hooks import names, podtemplate
 from hooks.memo import NO_MEMO, Attempts, Memo
@@ -62,8 +62,8 @@ class _ObservedStatus(TypedDict, total=False):
     message: Any
     startTime: Any
     conditions: Any
-    containerStatuses: Optional[list[_ObservedContainer]]
-    initContainerStatuses: Optional[list[_ObservedContainer]]
+    containerStatuses: list[_ObservedContainer] | None
+    initContainerStatuses: list[_ObservedContainer] | None
 
 
 class ObservedPod(TypedDict, total=False):
@@ -72,9 +72,9 @@ class ObservedPod(TypedDict, total=False):
     Requests are decoded into this shape (``hooks.wire``), so a field read from a pod must be
     listed here; tests/test_wire.py checks that views of full and decoded pods agree."""
 
-    metadata: Optional[_ObservedMeta]
-    spec: Optional[_ObservedSpec]
-    status: Optional[_ObservedStatus]
+    metadata: _ObservedMeta | None
+    spec: _ObservedSpec | None
+    status: _ObservedStatus | None
 
 
 class PodView(NamedTuple):
@@ -374,7 +374,9 @@ def slot_attempts(task: Task, pods: list[PodView], plan: Plan, now: datetime) ->
     return keep
 
 
-def task_pods(job: DeciceJob, task: Task, attempts: Attempts, node_expressions: tuple[dict, ...] = ()) -> list[dict[str, Any]]:
+def task_pods(
+    job: DeciceJob, task: Task, attempts: Attempts, node_expressions: tuple[dict, ...] = (),
+) -> list[dict[str, Any]]:
     """The pods of ``task``: for each slot, one per attempt number."""
     pod = replica_pods(job, task, node_expressions)
     return [pod(index, attempt) for index, slot in enumerate(attempts) for attempt in slot]
@@ -390,5 +392,6 @@ def desired(
         attempts = tuple(
             tuple(slot_attempts(task, slots.get((task.name, index), []), plan, now)) for index in range(task.replicas)
         )
-        out += memo.task_pods(job, task, node_expressions, attempts, partial(task_pods, job, task, attempts, node_expressions))
+        build = partial(task_pods, job, task, attempts, node_expressions)
+        out += memo.task_pods(job, task, node_expressions, attempts, build)
     return out
