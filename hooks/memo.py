@@ -9,7 +9,8 @@ bytes with or without them:
 - parsed DeciceJobs (``model.memoized_parser``: the parent's identity and spec as the key);
 - each task's desired pods, with the parsed job, the task and the attempt numbers of its
   slots they were built for; a change of any of them builds the task's pods afresh.  At most
-  ``pods`` pods are kept, the least recently used task's dropped first (about 1.7 KB each).
+  ``pods`` pods (about 1.7 KB each) of at most ``tasks`` tasks are kept, the least recently
+  used task's dropped first.
 
 Remembered pods are shared by the answers that use them, so nothing may change a child after
 ``hooks.sync.reconcile`` returns it (the app only serialises answers).  ``NO_MEMO`` remembers
@@ -42,9 +43,10 @@ class Memo:
     """One server's memory: ``parse`` for parents, ``task_pods`` for desired pods; safe to share
     between the threads of a worker."""
 
-    def __init__(self, jobs: int = 512, pods: int = 10_000) -> None:
+    def __init__(self, jobs: int = 512, pods: int = 10_000, tasks: int = 1024) -> None:
         self.parse: Callable[[Any], DeciceJob] = memoized_parser(jobs) if jobs > 0 else parse_job
         self.max_pods = pods
+        self.max_tasks = tasks
         self._tasks: OrderedDict[tuple[str, str, str], _TaskPods] = OrderedDict()
         self._pods = 0
         self._lock = threading.Lock()
@@ -71,7 +73,7 @@ class Memo:
             if len(pods) <= self.max_pods:
                 self._tasks[key] = _TaskPods(job, task, node_expressions, attempts, pods)
                 self._pods += len(pods)
-                while self._pods > self.max_pods:
+                while self._pods > self.max_pods or len(self._tasks) > self.max_tasks:
                     _, dropped = self._tasks.popitem(last=False)
                     self._pods -= len(dropped.pods)
         return pods

@@ -64,6 +64,17 @@ def test_remembered_pods_stay_within_the_bound():
     assert built(memo, jobs[3], ((0,), (0,)), calls) and calls == [1, 1, 1]
 
 
+def test_remembered_tasks_stay_within_their_bound():
+    memo = Memo(tasks=2)
+    jobs = [parse_job(job_manifest(name=f"job{i}")) for i in range(3)]
+    for job in jobs:
+        built(memo, job, ((0,),), [])
+    calls: list[int] = []
+    built(memo, jobs[2], ((0,),), calls)
+    built(memo, jobs[0], ((0,),), calls)
+    assert calls == [1]
+
+
 def test_no_pods_are_kept_with_a_bound_of_zero():
     memo, calls = Memo(pods=0), []
     job = parse_job(job_manifest())
