@@ -6,9 +6,9 @@
 
 Measures, in one run, against ``decice-hooks`` (gunicorn) on 127.0.0.1:
 
-1. ``POST /sync`` of a running job with N observed pods (median over repeats)
-   next to the bare cost of the same bytes: ``orjson.loads(request)`` +
-   ``orjson.dumps(response)`` in this process; their ratio.
+1. ``POST /sync`` of a running job with N observed pods next to the bare cost
+   of the same bytes, ``orjson.loads(request)`` + ``orjson.dumps(response)`` in
+   this process, the two taking turns (medians of hundreds of samples); their ratio.
 2. Small-sync throughput from many concurrent clients (``wrk`` when
    installed, else a Python load generator, reported as such).
 3. Resident memory of every worker before and after many syncs.

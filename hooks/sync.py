@@ -2,7 +2,8 @@
 
 ``handle`` is the whole hook (``/sync`` and ``/finalize``); ``render`` is what
 ``decice render`` prints: the same ``reconcile`` with nothing observed.  Pure:
-the only input besides the request is ``now``, and it never calls out.
+the only input besides the request is ``now``, and it never calls out (the hook
+server's ``hooks.memo`` only saves building again what the same input built before).
 """
 
 from __future__ import annotations
