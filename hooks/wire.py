@@ -5,9 +5,9 @@ Most of a running job's request is its observed Pods as the API server returns t
 runtime reads a dozen fields.  ``decode`` turns each Pod into a dict holding only the fields
 of ``kubernetes.ObservedPod`` — a sub-tree of the full object, so every reader sees the same
 values — and the parent and the other children the hooks manage in full, in one pass.
-Skipping a field costs a scan, not an allocation: the whole decode takes a third to a
-fifth of ``orjson.loads``'s time (benchmarks/README.md).  Children of kinds the hooks never create
-are skipped too.
+Skipping a field costs a scan, not an allocation: the whole decode takes a third to a fifth
+of ``orjson.loads``'s time (benchmarks/README.md).  Children of kinds the hooks never
+create are skipped too.
 
 Two cases see the request in full instead.  A request the typed decoder does not accept (a
 pod whose status is not an object, say, or nesting deeper than it recurses) is decoded with
